@@ -1,0 +1,81 @@
+import type { EventPayload, Subject } from '@estate/contracts/events';
+
+/**
+ * The bus port. Durable subjects (the map in contracts/events) go through JetStream in the
+ * distributed profile and through an in-process bus in the embedded one. Transient
+ * notifications (job progress) are fire-and-forget on both.
+ */
+export interface PublishOptions {
+  /** De-duplication id (JetStream `Nats-Msg-Id`); defaults to the payload's `eventId`. */
+  msgId?: string;
+  requestId?: string;
+}
+
+export type BusMessage<S extends Subject> = {
+  [K in S]: {
+    subject: K;
+    payload: EventPayload<K>;
+    requestId?: string;
+    /** 1 on first delivery, more on redelivery. */
+    deliveryCount: number;
+  };
+}[S];
+
+export interface SubscribeOptions {
+  /**
+   * Consumer name. Subscribers sharing a durable name (replicas of one service) share the
+   * messages; each distinct durable name receives every message.
+   */
+  durable: string;
+  /** Deliveries before a message is given up on (logged). */
+  maxDeliver?: number;
+  /** How long a delivery may run before it is considered lost and redelivered. */
+  ackWaitMs?: number;
+}
+
+export interface Subscription {
+  stop(): Promise<void>;
+}
+
+/** Throw from a handler for a failure worth retrying later (the message is redelivered). */
+export class RetryLater extends Error {
+  constructor(message: string, readonly delayMs = 1000) {
+    super(message);
+    this.name = 'RetryLater';
+  }
+}
+
+/** Throw from a handler for a message that can never succeed (it is dropped and logged). */
+export class Unprocessable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'Unprocessable';
+  }
+}
+
+export interface Bus {
+  readonly kind: 'memory' | 'nats';
+  /** Validates the payload against its subject's schema, then publishes durably. */
+  publish<S extends Subject>(subject: S, payload: EventPayload<S>, options?: PublishOptions): Promise<void>;
+  /** Durable subscription: a handler that resolves acks; one that throws is retried (see RetryLater/Unprocessable). */
+  subscribe<S extends Subject>(subjects: readonly S[], options: SubscribeOptions, handler: (message: BusMessage<S>) => Promise<void>): Promise<Subscription>;
+  /** Transient notification, not stored; subscribers that are not listening miss it. */
+  notify(subject: string, data: unknown, options?: { requestId?: string }): void;
+  /** Listens to transient notifications; `*` matches one subject token, `>` the rest. */
+  listen(subject: string, handler: (data: unknown, subject: string) => void): Subscription;
+  ping(): Promise<void>;
+  /** Stops taking work, lets in-flight handlers finish, closes. */
+  close(): Promise<void>;
+}
+
+/** NATS-style subject matching: `*` one token, `>` one or more trailing tokens. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const p = pattern.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < p.length; i++) {
+    if (p[i] === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (p[i] !== '*' && p[i] !== s[i]) return false;
+  }
+  return p.length === s.length;
+}

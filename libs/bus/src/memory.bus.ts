@@ -1,0 +1,151 @@
+import { subjects, streams, type EventPayload, type Subject } from '@estate/contracts/events';
+import type { Logger } from 'pino';
+import {
+  RetryLater,
+  Unprocessable,
+  subjectMatches,
+  type Bus,
+  type BusMessage,
+  type PublishOptions,
+  type SubscribeOptions,
+  type Subscription,
+} from './bus';
+
+interface Member {
+  handler: (message: BusMessage<Subject>) => Promise<void>;
+  active: boolean;
+}
+
+interface Group {
+  subjects: readonly Subject[];
+  maxDeliver: number;
+  members: Member[];
+  next: number;
+  tail: Promise<void>;
+}
+
+const DEFAULT_MAX_DELIVER = 8;
+
+/**
+ * In-process bus for the embedded profile. Each durable group gets every message once, in
+ * publish order, handed to one of its members in turn. For event streams `publish` resolves only
+ * after every group has handled the message, so an outbox that clears its entries after a
+ * publish never drops an event on a crash. Work-queue subjects resolve on enqueue (their jobs
+ * are recorded in the store and resumed at start).
+ */
+export class MemoryBus implements Bus {
+  readonly kind = 'memory' as const;
+  private readonly groups = new Map<string, Group>();
+  private readonly listeners = new Set<{ pattern: string; handler: (data: unknown, subject: string) => void }>();
+  private readonly seen = new Map<string, number>();
+  private readonly inflight = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(private readonly log: Logger, private readonly retryBaseMs = 50) {}
+
+  async publish<S extends Subject>(subject: S, payload: EventPayload<S>, options: PublishOptions = {}): Promise<void> {
+    if (this.closed) throw new Error('bus closed');
+    const parsed = subjects[subject].schema.parse(payload) as EventPayload<S>;
+    const msgId = options.msgId ?? (parsed as { eventId?: string }).eventId;
+    if (msgId && this.isDuplicate(msgId)) return;
+    const deliveries: Promise<void>[] = [];
+    for (const [durable, group] of this.groups) {
+      if (!group.subjects.includes(subject)) continue;
+      const message = { subject, payload: parsed, requestId: options.requestId, deliveryCount: 1 } as BusMessage<Subject>;
+      group.tail = group.tail.then(() => this.deliver(durable, group, message));
+      deliveries.push(group.tail);
+    }
+    const all = Promise.all(deliveries).then(() => undefined);
+    this.track(all);
+    const stream = streams[subjects[subject].stream as keyof typeof streams] as { workQueue: boolean };
+    if (!stream.workQueue) await all;
+  }
+
+  async subscribe<S extends Subject>(list: readonly S[], options: SubscribeOptions, handler: (message: BusMessage<S>) => Promise<void>): Promise<Subscription> {
+    let group = this.groups.get(options.durable);
+    if (!group) {
+      group = { subjects: list, maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER, members: [], next: 0, tail: Promise.resolve() };
+      this.groups.set(options.durable, group);
+    }
+    const member: Member = { handler: handler as Member['handler'], active: true };
+    group.members.push(member);
+    return {
+      stop: async () => {
+        member.active = false;
+        group.members = group.members.filter((m) => m !== member);
+        await group.tail;
+      },
+    };
+  }
+
+  notify(subject: string, data: unknown): void {
+    for (const l of this.listeners) {
+      if (!subjectMatches(l.pattern, subject)) continue;
+      try {
+        l.handler(data, subject);
+      } catch (err) {
+        this.log.warn({ err, subject }, 'transient listener failed');
+      }
+    }
+  }
+
+  listen(pattern: string, handler: (data: unknown, subject: string) => void): Subscription {
+    const entry = { pattern, handler };
+    this.listeners.add(entry);
+    return { stop: async () => void this.listeners.delete(entry) };
+  }
+
+  async ping(): Promise<void> {
+    if (this.closed) throw new Error('bus closed');
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    this.listeners.clear();
+  }
+
+  private async deliver(durable: string, group: Group, message: BusMessage<Subject>): Promise<void> {
+    for (let attempt = 1; attempt <= group.maxDeliver; attempt++) {
+      const member = this.pick(group);
+      if (!member) return; // nobody listening any more: like a consumer that was deleted
+      try {
+        await member.handler({ ...message, deliveryCount: attempt });
+        return;
+      } catch (err) {
+        if (err instanceof Unprocessable) {
+          this.log.error({ err, durable, subject: message.subject, requestId: message.requestId }, 'message dropped: unprocessable');
+          return;
+        }
+        const delay = err instanceof RetryLater ? Math.min(err.delayMs, 5000) : Math.min(this.retryBaseMs * 2 ** (attempt - 1), 5000);
+        this.log.warn({ err, durable, subject: message.subject, attempt, requestId: message.requestId }, 'handler failed; redelivering');
+        if (this.closed) return;
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+    this.log.error({ durable, subject: message.subject, requestId: message.requestId }, 'message dropped after max deliveries');
+  }
+
+  private pick(group: Group): Member | undefined {
+    const active = group.members.filter((m) => m.active);
+    if (active.length === 0) return undefined;
+    const member = active[group.next % active.length];
+    group.next++;
+    return member;
+  }
+
+  /** Mirrors JetStream's duplicate window: the same message id within two minutes is dropped. */
+  private isDuplicate(msgId: string): boolean {
+    const now = Date.now();
+    if (this.seen.size > 10_000) for (const [id, at] of this.seen) if (now - at > 120_000) this.seen.delete(id);
+    const at = this.seen.get(msgId);
+    if (at !== undefined && now - at <= 120_000) return true;
+    this.seen.set(msgId, now);
+    return false;
+  }
+
+  private track(p: Promise<void>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+}

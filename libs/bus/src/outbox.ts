@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import type { EventPayload, Subject } from '@estate/contracts/events';
+import type { DocumentCollection, StoredDoc, Update } from '@estate/store';
+import type { Logger } from 'pino';
+import type { Bus } from './bus';
+
+/**
+ * Transactional outbox without multi-document transactions (FerretDB and NeDB have none):
+ * the event is written into the changed document itself, in the same single-document write,
+ * and a relay publishes it afterwards and clears it. A crash between the write and the publish
+ * leaves the entry in the document; the next sweep (at the latest on restart) publishes it.
+ * JetStream de-duplicates by event id and consumers are idempotent, so a publish repeated
+ * after a crash is harmless.
+ */
+export interface OutboxEntry {
+  eventId: string;
+  subject: Subject;
+  payload: unknown;
+  requestId?: string;
+}
+
+export interface OutboxFields {
+  version: number;
+  _outbox?: OutboxEntry[];
+  _outboxPending?: boolean;
+  /** Tombstone: the document is gone for readers and is removed once its events are out. */
+  _deleted?: boolean;
+}
+
+export type OutboxDoc = StoredDoc & OutboxFields;
+
+export function outboxEntry<S extends Subject>(subject: S, payload: Omit<EventPayload<S>, 'eventId'> & { eventId?: string }, requestId?: string): OutboxEntry {
+  const eventId = payload.eventId ?? randomUUID();
+  return { eventId, subject, payload: { ...payload, eventId }, requestId };
+}
+
+/** Fields to put on a new document so its creation event goes out with it. */
+export function withOutbox(entry: OutboxEntry): Required<Pick<OutboxFields, '_outbox' | '_outboxPending'>> {
+  return { _outbox: [entry], _outboxPending: true };
+}
+
+/** Adds the event to an update of an existing document. */
+export function updateWithOutbox(update: Update, entry: OutboxEntry): Update {
+  return { ...update, $set: { ...update.$set, _outboxPending: true }, $push: { ...update.$push, _outbox: entry } };
+}
+
+/** A filter fragment that hides tombstones from readers. */
+export const notDeleted = { _deleted: { $ne: true } } as const;
+
+/** Strips the outbox bookkeeping from a document before it leaves the repository. */
+export function withoutOutbox<T extends OutboxDoc>(doc: T): Omit<T, '_outbox' | '_outboxPending' | '_deleted'> {
+  const { _outbox, _outboxPending, _deleted, ...rest } = doc;
+  return rest;
+}
+
+const SWEEP_LIMIT = 200;
+
+export class OutboxRelay {
+  private readonly collections: { name: string; col: DocumentCollection<OutboxDoc> }[] = [];
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private again = false;
+  private stopped = false;
+
+  constructor(private readonly deps: { bus: Bus; log: Logger; intervalMs?: number }) {}
+
+  watch(name: string, col: DocumentCollection<OutboxDoc>): void {
+    this.collections.push({ name, col });
+  }
+
+  /** Sweeps now and then every interval (a safety net for kicks lost to a crash). */
+  start(): void {
+    this.stopped = false;
+    this.kick();
+    this.timer = setInterval(() => this.kick(), this.deps.intervalMs ?? 1000);
+    this.timer.unref();
+  }
+
+  /** Asks for a sweep soon; call after a write that carried events. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Publishes everything pending; resolves when the outbox was empty at some point. */
+  async flush(): Promise<void> {
+    while (this.running) await this.running;
+    await this.sweep();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    while (this.running) await this.running;
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      try {
+        await this.sweep();
+      } catch (err) {
+        this.deps.log.error({ err }, 'outbox sweep failed; will retry');
+        return;
+      }
+    } while (this.again && !this.stopped);
+  }
+
+  private async sweep(): Promise<void> {
+    for (const { name, col } of this.collections) {
+      for (;;) {
+        const docs = await col.find({ _outboxPending: true }, { limit: SWEEP_LIMIT });
+        for (const doc of docs) await this.relay(name, col, doc);
+        if (docs.length < SWEEP_LIMIT) break;
+      }
+    }
+  }
+
+  private async relay(name: string, col: DocumentCollection<OutboxDoc>, doc: OutboxDoc): Promise<void> {
+    const entries = doc._outbox ?? [];
+    for (const e of entries) {
+      await this.deps.bus.publish(e.subject, e.payload as never, { msgId: e.eventId, requestId: e.requestId });
+    }
+    if (doc._deleted) {
+      if (await col.deleteOne({ id: doc.id, version: doc.version, _outboxPending: true })) return;
+    } else if (await col.updateOne({ id: doc.id, version: doc.version, _outboxPending: true }, { $set: { _outbox: [], _outboxPending: false } })) {
+      return;
+    }
+    // The document changed while we published: drop what went out, leave the rest for the next sweep.
+    if (entries.length > 0) {
+      await col.updateOne({ id: doc.id }, { $pull: { _outbox: { eventId: { $in: entries.map((e) => e.eventId) } } } });
+    }
+    this.again = true;
+    this.deps.log.debug({ collection: name, id: doc.id }, 'outbox entry changed during relay; resweeping');
+  }
+}

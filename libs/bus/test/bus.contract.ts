@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type { EventPayload } from '@estate/contracts/events';
+import { RetryLater, type Bus, type BusMessage } from '../src/bus';
+
+export interface BusHarness {
+  /** A connected bus; several calls give several clients of the same bus (replicas). */
+  open(): Promise<Bus>;
+  cleanup?(): Promise<void>;
+}
+
+type Deleted = EventPayload<'listings.listing.deleted'>;
+
+export async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting for condition');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** The behaviour every bus adapter must show. */
+export function busContract(name: string, harness: () => BusHarness) {
+  describe(`bus contract: ${name}`, () => {
+    let h: BusHarness;
+    const opened: Bus[] = [];
+    let accountId = '';
+    const open = async () => {
+      const b = await h.open();
+      opened.push(b);
+      return b;
+    };
+    const event = (over: Partial<Deleted> = {}): Deleted => ({
+      eventId: randomUUID(),
+      accountId,
+      listingId: `lst_${randomUUID().slice(0, 8)}`,
+      version: 1,
+      occurredAt: new Date().toISOString(),
+      ...over,
+    });
+    /** Only this test's messages: streams outlive tests on a real engine. */
+    const mine = (m: BusMessage<'listings.listing.deleted'>) => m.payload.accountId === accountId;
+
+    beforeEach(() => {
+      h = harness();
+      accountId = `acc_${randomUUID().slice(0, 8)}`;
+    });
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((b) => b.close()));
+      await h.cleanup?.();
+    });
+
+    it('delivers a published event, validated, with its subject and request id', async () => {
+      const bus = await open();
+      const got: BusMessage<'listings.listing.deleted'>[] = [];
+      await bus.subscribe(['listings.listing.deleted'], { durable: `t-${randomUUID().slice(0, 8)}` }, async (m) => {
+        if (mine(m)) got.push(m);
+      });
+      const e = event();
+      await bus.publish('listings.listing.deleted', e, { requestId: 'req-123' });
+      await waitFor(() => got.length === 1);
+      expect(got[0]).toMatchObject({ subject: 'listings.listing.deleted', payload: e, requestId: 'req-123', deliveryCount: 1 });
+    });
+
+    it('refuses to publish a payload that breaks its schema', async () => {
+      const bus = await open();
+      await expect(bus.publish('listings.listing.deleted', { ...event(), version: 'x' } as never)).rejects.toThrow();
+    });
+
+    it('gives every durable each message once, and shares a durable\'s messages among its replicas', async () => {
+      const a = await open();
+      const b = await open();
+      const shared = `shared-${randomUUID().slice(0, 8)}`;
+      const other = `other-${randomUUID().slice(0, 8)}`;
+      const byReplica = { a: [] as string[], b: [] as string[] };
+      const otherGot: string[] = [];
+      await a.subscribe(['listings.listing.deleted'], { durable: shared }, async (m) => {
+        if (mine(m)) byReplica.a.push(m.payload.listingId);
+      });
+      await b.subscribe(['listings.listing.deleted'], { durable: shared }, async (m) => {
+        if (mine(m)) byReplica.b.push(m.payload.listingId);
+      });
+      await a.subscribe(['listings.listing.deleted'], { durable: other }, async (m) => {
+        if (mine(m)) otherGot.push(m.payload.listingId);
+      });
+      const events = Array.from({ length: 20 }, () => event());
+      for (const e of events) await a.publish('listings.listing.deleted', e);
+      await waitFor(() => byReplica.a.length + byReplica.b.length === 20 && otherGot.length === 20);
+      await new Promise((r) => setTimeout(r, 200));
+      const sharedIds = [...byReplica.a, ...byReplica.b].sort();
+      expect(sharedIds).toEqual(events.map((e) => e.listingId).sort());
+      expect(otherGot.sort()).toEqual(events.map((e) => e.listingId).sort());
+    });
+
+    it('redelivers when a handler fails, counting deliveries', async () => {
+      const bus = await open();
+      const counts: number[] = [];
+      await bus.subscribe(['listings.listing.deleted'], { durable: `retry-${randomUUID().slice(0, 8)}`, ackWaitMs: 2000 }, async (m) => {
+        if (!mine(m)) return;
+        counts.push(m.deliveryCount);
+        if (m.deliveryCount < 3) throw new RetryLater('not yet', 50);
+      });
+      await bus.publish('listings.listing.deleted', event());
+      await waitFor(() => counts.length === 3, 10000);
+      expect(counts).toEqual([1, 2, 3]);
+    });
+
+    it('drops a second publish with the same message id', async () => {
+      const bus = await open();
+      const got: string[] = [];
+      await bus.subscribe(['listings.listing.deleted'], { durable: `dedupe-${randomUUID().slice(0, 8)}` }, async (m) => {
+        if (mine(m)) got.push(m.payload.eventId);
+      });
+      const e = event();
+      await bus.publish('listings.listing.deleted', e);
+      await bus.publish('listings.listing.deleted', e);
+      await bus.publish('listings.listing.deleted', event());
+      await waitFor(() => got.length >= 2);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(got).toHaveLength(2);
+    });
+
+    it('passes transient notifications to listeners that match, with wildcards', async () => {
+      const a = await open();
+      const b = await open();
+      const job = `job${randomUUID().slice(0, 8)}`;
+      const seen: [string, unknown][] = [];
+      a.listen(`jobs.${job}.*`, (data, subject) => seen.push([subject, data]));
+      a.listen(`jobs.other.>`, (data, subject) => seen.push([subject, data]));
+      await new Promise((r) => setTimeout(r, 100));
+      b.notify(`jobs.${job}.progress`, { processed: 1 });
+      await waitFor(() => seen.length === 1);
+      expect(seen).toEqual([[`jobs.${job}.progress`, { processed: 1 }]]);
+    });
+
+    it('lets an in-flight handler finish on close', async () => {
+      const bus = await open();
+      let finished = false;
+      let started = false;
+      await bus.subscribe(['listings.listing.deleted'], { durable: `close-${randomUUID().slice(0, 8)}` }, async (m) => {
+        if (!mine(m)) return;
+        started = true;
+        await new Promise((r) => setTimeout(r, 300));
+        finished = true;
+      });
+      void bus.publish('listings.listing.deleted', event()).catch(() => undefined);
+      await waitFor(() => started);
+      await bus.close();
+      opened.splice(opened.indexOf(bus), 1);
+      expect(finished).toBe(true);
+    });
+  });
+}

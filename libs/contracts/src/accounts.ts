@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+export const roles = ['admin', 'agent', 'integration'] as const;
+export const role = z.enum(roles);
+export type Role = z.infer<typeof role>;
+
+/** Who is calling, as established by the gateway and carried to services in a signed header. */
+export const identity = z.object({
+  accountId: z.string(),
+  keyId: z.string(),
+  role: z.union([role, z.literal('platform')]),
+  agentId: z.string().nullable(),
+});
+export type Identity = z.infer<typeof identity>;
+
+export const apiKeyCreate = z
+  .strictObject({
+    name: z.string().trim().min(1).max(100),
+    role,
+    agentId: z.string().trim().min(1).max(64).optional().describe('Required for role `agent`: the agent the key acts as'),
+  })
+  .superRefine((v, ctx) => {
+    if (v.role === 'agent' && !v.agentId) ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is required for role agent' });
+    if (v.role !== 'agent' && v.agentId) ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is only allowed for role agent' });
+  })
+  .meta({ id: 'ApiKeyCreate' });
+export type ApiKeyCreate = z.infer<typeof apiKeyCreate>;
+
+export const apiKey = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    role,
+    agentId: z.string().nullable(),
+    prefix: z.string().describe('The first characters of the secret, to recognise a key without revealing it'),
+    createdAt: z.string(),
+    lastUsedAt: z.string().nullable().optional(),
+  })
+  .meta({ id: 'ApiKey' });
+export type ApiKey = z.infer<typeof apiKey>;
+
+export const apiKeyWithSecret = apiKey.extend({ secret: z.string().describe('Shown only in this answer') }).meta({ id: 'ApiKeyWithSecret' });
+
+export const apiKeyList = z.object({ items: z.array(apiKey) });
+
+export const accountCreate = z.strictObject({ name: z.string().trim().min(1).max(200) }).meta({ id: 'AccountCreate' });
+export const account = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).meta({ id: 'Account' });
+export const accountCreated = z.object({ account, adminKey: apiKeyWithSecret });

@@ -1,0 +1,161 @@
+import { z } from 'zod';
+import { commaList, isoDateTime, mergePatchOf, page, pageQuery, single, sortParam } from './common';
+
+/** RESO StandardStatus, snake_case. */
+export const listingStatuses = [
+  'coming_soon', 'active', 'active_under_contract', 'pending', 'closed', 'withdrawn', 'expired', 'canceled', 'hold',
+] as const;
+export const listingStatus = z.enum(listingStatuses);
+export type ListingStatus = z.infer<typeof listingStatus>;
+
+/** RESO PropertyType, snake_case. */
+export const propertyTypes = [
+  'residential', 'residential_income', 'residential_lease', 'land', 'farm', 'commercial_sale', 'commercial_lease',
+  'business_opportunity', 'manufactured_in_park',
+] as const;
+export const propertyType = z.enum(propertyTypes);
+export type PropertyType = z.infer<typeof propertyType>;
+
+export const areaUnits = z.enum(['sqft', 'sqm']);
+
+const amount = z.number().positive().max(1e12);
+const text = (max: number) => z.string().trim().min(1).max(max);
+
+export const pricingInput = z.strictObject({
+  listPrice: amount.describe('Asking price, > 0'),
+  currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD').default('USD'),
+  originalListPrice: amount.optional(),
+  closePrice: amount.optional(),
+});
+
+export const propertyDetailsInput = z.strictObject({
+  propertyType,
+  propertySubType: text(64).optional(),
+  bedrooms: z.number().int().min(0).max(1000).optional(),
+  bathrooms: z.number().min(0).max(1000).multipleOf(0.25).optional(),
+  livingArea: z.number().positive().max(1e9).optional(),
+  livingAreaUnits: areaUnits.default('sqft'),
+  lotSize: z.number().positive().max(1e12).optional(),
+  yearBuilt: z.number().int().min(1000).max(2100).optional(),
+  description: z.string().trim().max(20_000).optional(),
+  features: z.array(text(100)).max(200).optional(),
+});
+
+export const addressInput = z.strictObject({
+  street: text(200),
+  unit: text(50).nullable().optional(),
+  city: text(100),
+  stateOrProvince: text(100),
+  postalCode: text(20),
+  country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as US').default('US'),
+});
+
+export const locationInput = z.strictObject({
+  address: addressInput,
+  latitude: z.number().min(-90).max(90).optional(),
+  longitude: z.number().min(-180).max(180).optional(),
+});
+
+const listingInputShape = {
+  externalId: text(128).optional().describe('The feed\'s own key; unique per account together with `source`'),
+  source: text(64).optional().describe('The feed or system the listing comes from'),
+  mlsNumber: text(64).optional(),
+  status: listingStatus.default('active'),
+  listedAt: isoDateTime.optional().describe('When the listing went on the market; set automatically when the status first becomes active or coming_soon'),
+  pricing: pricingInput,
+  propertyDetails: propertyDetailsInput,
+  location: locationInput,
+};
+
+function externalKeyComplete(v: { externalId?: string | null; source?: string | null }, ctx: z.RefinementCtx) {
+  if (!!v.externalId !== !!v.source) {
+    ctx.addIssue({ code: 'custom', path: [v.externalId ? 'source' : 'externalId'], message: '`externalId` and `source` go together' });
+  }
+}
+
+/** The writable fields of a listing, as a create body. */
+export const listingInputObject = z.strictObject(listingInputShape);
+export const listingCreate = listingInputObject.superRefine(externalKeyComplete).meta({ id: 'ListingCreate' });
+export type ListingCreate = z.infer<typeof listingCreate>;
+export type ListingInput = z.input<typeof listingCreate>;
+
+/** JSON merge patch over the writable fields. */
+export const listingPatch = mergePatchOf(listingInputObject).meta({ id: 'ListingPatch' });
+export type ListingPatch = z.infer<typeof listingPatch>;
+
+export const photoUrls = z.object({ original: z.string(), large: z.string(), thumb: z.string() });
+
+export const listingMediaSummary = z.object({
+  photoCount: z.number().int(),
+  primaryPhoto: z.object({ id: z.string(), urls: photoUrls, caption: z.string().nullable().optional() }).nullable(),
+  virtualTours: z.array(z.object({ id: z.string(), url: z.string(), caption: z.string().nullable().optional() })),
+});
+export type ListingMediaSummary = z.infer<typeof listingMediaSummary>;
+
+export const emptyMediaSummary: ListingMediaSummary = { photoCount: 0, primaryPhoto: null, virtualTours: [] };
+
+export const listing = z
+  .object({
+    id: z.string(),
+    externalId: z.string().optional(),
+    source: z.string().optional(),
+    mlsNumber: z.string().optional(),
+    status: listingStatus,
+    pricing: z.object({
+      listPrice: z.number(),
+      currency: z.string(),
+      originalListPrice: z.number().optional(),
+      closePrice: z.number().optional(),
+      pricePerArea: z.number().nullable().describe('listPrice / livingArea, in the listing\'s area unit'),
+    }),
+    propertyDetails: z.object({
+      propertyType,
+      propertySubType: z.string().optional(),
+      bedrooms: z.number().optional(),
+      bathrooms: z.number().optional(),
+      livingArea: z.number().optional(),
+      livingAreaUnits: areaUnits,
+      lotSize: z.number().optional(),
+      yearBuilt: z.number().optional(),
+      description: z.string().optional(),
+      features: z.array(z.string()).optional(),
+    }),
+    location: z.object({
+      address: z.object({
+        street: z.string(),
+        unit: z.string().nullable().optional(),
+        city: z.string(),
+        stateOrProvince: z.string(),
+        postalCode: z.string(),
+        country: z.string(),
+      }),
+      latitude: z.number().optional(),
+      longitude: z.number().optional(),
+    }),
+    media: listingMediaSummary,
+    listedAt: z.string().nullable(),
+    version: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Listing' });
+export type Listing = z.infer<typeof listing>;
+
+export const listingSortFields = ['listPrice', 'listedAt', 'updatedAt', 'createdAt'] as const;
+
+export const listingSearchQuery = z.strictObject({
+  ...pageQuery,
+  sort: sortParam(listingSortFields),
+  status: commaList(listingStatus),
+  propertyType: commaList(propertyType),
+  city: single(z.string().trim().min(1).max(100).optional()),
+  stateOrProvince: single(z.string().trim().min(1).max(100).optional()),
+  postalCode: single(z.string().trim().min(1).max(20).optional()),
+  source: single(z.string().trim().min(1).max(64).optional()),
+  externalId: single(z.string().trim().min(1).max(128).optional()),
+  minPrice: single(z.coerce.number().min(0).optional()),
+  maxPrice: single(z.coerce.number().min(0).optional()),
+});
+export type ListingSearchQuery = z.infer<typeof listingSearchQuery>;
+
+export const listingPage = page(listing).meta({ id: 'ListingPage' });

@@ -1,0 +1,69 @@
+/**
+ * The document-store port. One query shape (a MongoDB-style subset) serves both adapters:
+ * NeDB in the embedded profile, MongoDB through mongoose in the distributed one.
+ *
+ * Supported filter operators: equality (also on dotted paths and array members), `$in`, `$nin`,
+ * `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$exists`, `$or`, `$and`. Update operators: `$set`,
+ * `$unset`, `$inc`, `$push`, `$pull` (with an equality or `$in` condition). Anything else is
+ * outside the contract and must not be used by services.
+ */
+export type Filter = Record<string, unknown>;
+
+export interface Update {
+  $set?: Record<string, unknown>;
+  $unset?: Record<string, true | '' | 1>;
+  $inc?: Record<string, number>;
+  $push?: Record<string, unknown>;
+  $pull?: Record<string, unknown>;
+}
+
+export type SortSpec = Record<string, 1 | -1>;
+
+export interface FindOptions {
+  sort?: SortSpec;
+  limit?: number;
+  skip?: number;
+}
+
+export interface IndexSpec {
+  fields: Record<string, 1 | -1>;
+  unique?: boolean;
+  /** Only documents that have the field are indexed (lets a unique key be optional). Single-field indexes only: NeDB does not honour sparse on compound indexes, so a compound unique key is stored as one computed field. */
+  sparse?: boolean;
+}
+
+/** Every stored document has a string `id`, its primary key. */
+export interface StoredDoc {
+  id: string;
+}
+
+export interface DocumentCollection<T extends StoredDoc> {
+  /** Inserts; throws {@link DuplicateKeyError} when a unique index (or the id) is taken. */
+  insertOne(doc: T): Promise<T>;
+  findOne(filter: Filter): Promise<T | null>;
+  find(filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(filter: Filter): Promise<number>;
+  /** Atomically updates the first match; resolves to the document after the update, or null when nothing matched. */
+  updateOne(filter: Filter, update: Update): Promise<T | null>;
+  /** Updates every match; resolves to the number of documents changed. */
+  updateMany(filter: Filter, update: Update): Promise<number>;
+  /** Resolves to true when a document was removed. */
+  deleteOne(filter: Filter): Promise<boolean>;
+  deleteMany(filter: Filter): Promise<number>;
+}
+
+export interface DocumentStore {
+  readonly kind: 'nedb' | 'mongo';
+  /** Opens (and creates on first use) a collection with its indexes. */
+  collection<T extends StoredDoc>(name: string, indexes?: IndexSpec[]): Promise<DocumentCollection<T>>;
+  /** Resolves when the store answers; rejects otherwise (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class DuplicateKeyError extends Error {
+  constructor(readonly collection: string, cause?: unknown) {
+    super(`duplicate key in ${collection}`, { cause });
+    this.name = 'DuplicateKeyError';
+  }
+}

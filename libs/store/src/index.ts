@@ -1,0 +1,2 @@
+export * from './document-store';
+export * from './nedb.document-store';

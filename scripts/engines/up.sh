@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# Install (if missing) and start the local engines used by the estate services:
+#
+#   nats   NATS server 2.9 with JetStream          (Debian package nats-server)
+#   mongo  FerretDB v1.24.2 on SQLite, MongoDB wire (built from tools/ferretdb)
+#   es     Elasticsearch 8.19 integ-test build      (zip from Maven Central)
+#
+# Usage:  eval "$(scripts/engines/up.sh [nats] [mongo] [es])"     (default: all)
+#
+# Only `export NAME=value` lines go to stdout; progress and errors go to stderr.
+# Idempotent: an engine that already answers on its port is left alone.
+# See docs/engines.md for details, environment variables and known limitations.
+set -euo pipefail
+
+# Everything but the final export lines goes to stderr; fd 3 is the real stdout.
+exec 3>&1 1>&2
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+
+HOST=127.0.0.1
+NATS_PORT="${NATS_PORT:-4222}"
+MONGO_PORT="${MONGO_PORT:-27017}"
+ES_PORT="${ES_PORT:-9200}"
+ES_TRANSPORT_PORT="${ES_TRANSPORT_PORT:-9300-9400}"
+MONGO_DB="${MONGO_DB:-estate}"
+
+FERRETDB_VERSION="v1.24.2" # must match tools/ferretdb/go.mod
+ES_VERSION="${ES_VERSION:-8.19.21}"
+ES_USER="${ES_USER:-estate-es}"
+ES_JAVA_OPTS="${ES_JAVA_OPTS:--Xms512m -Xmx512m}"
+FERRETDB_LOG_LEVEL="${FERRETDB_LOG_LEVEL:-warn}"
+
+NATS_TIMEOUT="${NATS_TIMEOUT:-30}"
+MONGO_TIMEOUT="${MONGO_TIMEOUT:-60}"
+ES_TIMEOUT="${ES_TIMEOUT:-180}"
+
+RUN_DIR="${ENGINES_RUN_DIR:-/tmp/estate-engines}"
+CACHE_DIR="${ENGINES_CACHE_DIR:-$HOME/.cache/estate-engines}"
+
+MAVEN_BASE="https://repo1.maven.org/maven2"
+ES_GAV_PATH="org/elasticsearch/distribution/integ-test-zip/elasticsearch"
+
+log() { printf '[engines] %s\n' "$*" >&2; }
+die() { printf '[engines] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- arguments
+want_nats=0 want_mongo=0 want_es=0
+if [ $# -eq 0 ]; then
+	want_nats=1 want_mongo=1 want_es=1
+fi
+for arg in "$@"; do
+	case "$arg" in
+	nats) want_nats=1 ;;
+	mongo | mongodb | ferretdb) want_mongo=1 ;;
+	es | elasticsearch) want_es=1 ;;
+	all) want_nats=1 want_mongo=1 want_es=1 ;;
+	-h | --help)
+		sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*) die "unknown engine '$arg' (expected: nats, mongo, es)" ;;
+	esac
+done
+
+mkdir -p "$RUN_DIR/logs" "$RUN_DIR/pids" "$CACHE_DIR"
+chmod 755 "$RUN_DIR"
+
+# Serialise concurrent runs (two shells running up.sh at once).
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$RUN_DIR/.up.lock"
+	flock -w 600 9 || die "could not lock $RUN_DIR/.up.lock"
+fi
+
+# ---------------------------------------------------------------- helpers
+SECONDS=0
+apt_updated=0
+apt_install() {
+	command -v apt-get >/dev/null 2>&1 || die "apt-get not found; install $* by hand"
+	if [ "$apt_updated" -eq 0 ]; then
+		log "apt-get update"
+		apt-get update -qq >&2 || die "apt-get update failed"
+		apt_updated=1
+	fi
+	log "apt-get install $*"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 ||
+		die "apt-get install $* failed"
+}
+
+need_cmd() { # need_cmd COMMAND DEBIAN_PACKAGE
+	command -v "$1" >/dev/null 2>&1 || apt_install "$2"
+}
+
+tcp_open() { # tcp_open PORT -> 0 when something accepts on HOST:PORT
+	timeout 2 bash -c "exec 7<>/dev/tcp/$HOST/$1" 2>/dev/null
+}
+
+pid_alive() { # pid_alive PIDFILE PATTERN -> 0 if the pid runs a command matching PATTERN
+	local pid
+	[ -s "$1" ] || return 1
+	pid="$(cat "$1" 2>/dev/null)" || return 1
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
+}
+
+fail_with_log() { # fail_with_log MESSAGE LOGFILE...
+	local f
+	printf '[engines] ERROR: %s\n' "$1" >&2
+	shift
+	for f in "$@"; do
+		if [ -s "$f" ]; then
+			printf '[engines] ---- last lines of %s ----\n' "$f" >&2
+			tail -n 40 "$f" >&2
+		fi
+	done
+	exit 1
+}
+
+# ---------------------------------------------------------------- NATS
+nats_answers() { # reads the server's INFO greeting
+	local line
+	line="$(timeout 3 bash -c "exec 7<>/dev/tcp/$HOST/$NATS_PORT && head -c 4096 <&7 | head -n 1" 2>/dev/null)" || true
+	case "$line" in INFO*) return 0 ;; *) return 1 ;; esac
+}
+
+nats_start() {
+	if nats_answers; then
+		log "nats: already answering on $HOST:$NATS_PORT, leaving it"
+		return
+	fi
+	tcp_open "$NATS_PORT" && die "nats: port $NATS_PORT is taken by something that is not NATS"
+	if ! command -v nats-server >/dev/null 2>&1; then
+		apt_install nats-server
+	fi
+	# The Debian package ships a systemd unit; we never rely on it (no systemd here anyway).
+	mkdir -p "$RUN_DIR/nats"
+	log "nats: starting $(nats-server --version 2>/dev/null) on $HOST:$NATS_PORT (JetStream store $RUN_DIR/nats)"
+	nohup setsid nats-server -js -a "$HOST" -p "$NATS_PORT" -sd "$RUN_DIR/nats" \
+		>"$RUN_DIR/logs/nats.log" 2>&1 </dev/null &
+	echo $! >"$RUN_DIR/pids/nats.pid"
+	nats_started=1
+}
+
+nats_wait() {
+	local deadline=$((SECONDS + NATS_TIMEOUT))
+	until nats_answers; do
+		if [ "${nats_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/nats.pid" nats-server; then
+			fail_with_log "nats: server exited during start-up" "$RUN_DIR/logs/nats.log"
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || fail_with_log "nats: not answering after ${NATS_TIMEOUT}s" "$RUN_DIR/logs/nats.log"
+		sleep 0.3
+	done
+	log "nats: ready on $HOST:$NATS_PORT"
+}
+
+# ---------------------------------------------------------------- FerretDB
+FERRETDB_SRC="$REPO_ROOT/tools/ferretdb"
+FERRETDB_DIR="$CACHE_DIR/ferretdb-$FERRETDB_VERSION"
+FERRETDB_BIN="$FERRETDB_DIR/ferretdb"
+
+ferretdb_src_hash() {
+	cat "$FERRETDB_SRC/go.mod" "$FERRETDB_SRC/go.sum" "$FERRETDB_SRC"/*.go | sha256sum | cut -c1-16
+}
+
+ferretdb_build() {
+	local hash
+	[ -f "$FERRETDB_SRC/go.mod" ] || die "mongo: $FERRETDB_SRC/go.mod not found"
+	grep -q "github.com/FerretDB/FerretDB $FERRETDB_VERSION" "$FERRETDB_SRC/go.mod" ||
+		die "mongo: tools/ferretdb/go.mod does not require FerretDB $FERRETDB_VERSION; update FERRETDB_VERSION in up.sh"
+	hash="$(ferretdb_src_hash)"
+	if [ -x "$FERRETDB_BIN" ] && [ "$(cat "$FERRETDB_DIR/.src-hash" 2>/dev/null)" = "$hash" ]; then
+		return
+	fi
+	command -v go >/dev/null 2>&1 || die "mongo: Go toolchain not found (needed to build tools/ferretdb)"
+	log "mongo: building FerretDB $FERRETDB_VERSION ($(go version | cut -d' ' -f3)) into $FERRETDB_BIN (first time takes ~1.5 min)"
+	mkdir -p "$FERRETDB_DIR"
+	local t0=$SECONDS
+	(cd "$FERRETDB_SRC" && go build -buildvcs=false -trimpath -o "$FERRETDB_BIN.tmp" .) >&2 ||
+		die "mongo: go build of tools/ferretdb failed"
+	mv -f "$FERRETDB_BIN.tmp" "$FERRETDB_BIN"
+	echo "$hash" >"$FERRETDB_DIR/.src-hash"
+	log "mongo: built in $((SECONDS - t0))s"
+}
+
+mongo_start() {
+	if tcp_open "$MONGO_PORT"; then
+		log "mongo: something already answers on $HOST:$MONGO_PORT, leaving it"
+		return
+	fi
+	ferretdb_build
+	mkdir -p "$RUN_DIR/ferretdb"
+	log "mongo: starting FerretDB $FERRETDB_VERSION (SQLite in $RUN_DIR/ferretdb) on $HOST:$MONGO_PORT"
+	nohup setsid "$FERRETDB_BIN" -listen "$HOST:$MONGO_PORT" -sqlite-dir "$RUN_DIR/ferretdb" \
+		-log-level "$FERRETDB_LOG_LEVEL" >"$RUN_DIR/logs/ferretdb.log" 2>&1 </dev/null &
+	echo $! >"$RUN_DIR/pids/ferretdb.pid"
+	mongo_started=1
+}
+
+mongo_wait() {
+	local deadline=$((SECONDS + MONGO_TIMEOUT))
+	until tcp_open "$MONGO_PORT"; do
+		if [ "${mongo_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/ferretdb.pid" ferretdb; then
+			fail_with_log "mongo: FerretDB exited during start-up" "$RUN_DIR/logs/ferretdb.log"
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || fail_with_log "mongo: not answering after ${MONGO_TIMEOUT}s" "$RUN_DIR/logs/ferretdb.log"
+		sleep 0.3
+	done
+	log "mongo: ready on $HOST:$MONGO_PORT"
+}
+
+# ---------------------------------------------------------------- Elasticsearch
+ES_CACHE="$CACHE_DIR/elasticsearch-$ES_VERSION"
+ES_RUN="$RUN_DIR/es"
+
+es_health() { # es_health [extra curl args] -> prints the health JSON
+	curl -fsS -m 5 "$@" "http://$HOST:$ES_PORT/_cluster/health" 2>/dev/null
+}
+
+es_download() {
+	local zip="$ES_CACHE/elasticsearch-$ES_VERSION.zip" url sha_expected sha_actual
+	[ -x "$ES_CACHE/home/bin/elasticsearch" ] && return
+	need_cmd curl curl
+	need_cmd unzip unzip
+	mkdir -p "$ES_CACHE"
+	url="$MAVEN_BASE/$ES_GAV_PATH/$ES_VERSION/elasticsearch-$ES_VERSION.zip"
+	if [ ! -s "$zip" ]; then
+		log "es: downloading $url"
+		if ! curl -fsSL --retry 3 -m 600 -o "$zip.part" "$url"; then
+			log "es: curl failed, trying mvn dependency:copy"
+			command -v mvn >/dev/null 2>&1 || die "es: download failed and mvn is not installed"
+			mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+				-Dartifact="org.elasticsearch.distribution.integ-test-zip:elasticsearch:$ES_VERSION:zip" \
+				-DoutputDirectory="$ES_CACHE/mvn" >&2 || die "es: mvn dependency:copy failed"
+			mv -f "$ES_CACHE/mvn/elasticsearch-$ES_VERSION.zip" "$zip.part"
+			rmdir "$ES_CACHE/mvn" 2>/dev/null || true
+		fi
+		sha_expected="$(curl -fsS -m 60 "$url.sha1" 2>/dev/null | cut -c1-40 || true)"
+		if [ -n "$sha_expected" ]; then
+			sha_actual="$(sha1sum "$zip.part" | cut -c1-40)"
+			[ "$sha_actual" = "$sha_expected" ] || die "es: checksum mismatch for $url ($sha_actual != $sha_expected)"
+		fi
+		mv -f "$zip.part" "$zip"
+	fi
+	log "es: unpacking into $ES_CACHE/home"
+	rm -rf "$ES_CACHE/home" "$ES_CACHE/unpack"
+	mkdir -p "$ES_CACHE/unpack"
+	unzip -q "$zip" -d "$ES_CACHE/unpack"
+	mv "$ES_CACHE/unpack/elasticsearch-$ES_VERSION" "$ES_CACHE/home"
+	rmdir "$ES_CACHE/unpack"
+	chmod -R a+rX "$ES_CACHE/home"
+	rm -f "$zip" # the unpacked tree is the cache; keep the disk use down
+}
+
+es_java_home() {
+	local java
+	if [ -n "${ES_JAVA_HOME:-}" ]; then
+		echo "$ES_JAVA_HOME"
+		return
+	fi
+	if ! command -v java >/dev/null 2>&1; then
+		apt_install openjdk-17-jre-headless
+	fi
+	java="$(readlink -f "$(command -v java)")"
+	echo "${java%/bin/java}"
+}
+
+es_start() {
+	local health home java_home
+	if health="$(es_health)"; then
+		log "es: already answering on $HOST:$ES_PORT, leaving it ($health)"
+		return
+	fi
+	tcp_open "$ES_PORT" && die "es: port $ES_PORT is taken by something that is not Elasticsearch"
+	[ "$(id -u)" = 0 ] || die "es: up.sh must run as root to start Elasticsearch as user $ES_USER"
+	need_cmd curl curl
+	es_download
+	java_home="$(es_java_home)"
+	[ -x "$java_home/bin/java" ] || die "es: no java at $java_home/bin/java (set ES_JAVA_HOME)"
+
+	# Elasticsearch refuses to run as root.
+	if ! id -u "$ES_USER" >/dev/null 2>&1; then
+		log "es: creating system user $ES_USER"
+		useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$ES_USER"
+	fi
+
+	# ES_HOME is read-only for the ES user. If the cache is not reachable by that
+	# user (e.g. it lives under /root, mode 700), use a hard-linked mirror in RUN_DIR.
+	home="$ES_CACHE/home"
+	if ! runuser -u "$ES_USER" -- test -r "$home/lib/elasticsearch-$ES_VERSION.jar" 2>/dev/null; then
+		home="$RUN_DIR/es-home-$ES_VERSION"
+		if [ ! -x "$home/bin/elasticsearch" ]; then
+			log "es: $ES_CACHE is not readable by $ES_USER; mirroring it to $home"
+			rm -rf "$home"
+			cp -al "$ES_CACHE/home" "$home" 2>/dev/null || cp -a "$ES_CACHE/home" "$home"
+		fi
+	fi
+
+	mkdir -p "$ES_RUN/data" "$ES_RUN/logs" "$ES_RUN/tmp"
+	if [ ! -f "$ES_RUN/config/jvm.options" ]; then
+		rm -rf "$ES_RUN/config"
+		cp -a "$home/config" "$ES_RUN/config"
+	fi
+	cat >"$ES_RUN/config/elasticsearch.yml" <<-EOF
+		# Written by scripts/engines/up.sh; overwritten on every start.
+		cluster.name: estate-dev
+		node.name: estate-dev-1
+		discovery.type: single-node
+		network.host: $HOST
+		http.port: $ES_PORT
+		transport.port: $ES_TRANSPORT_PORT
+		path.data: $ES_RUN/data
+		path.logs: $ES_RUN/logs
+		xpack.security.enabled: false
+		cluster.routing.allocation.disk.threshold_enabled: false
+		action.destructive_requires_name: false
+		ingest.geoip.downloader.enabled: false
+	EOF
+	chown -R "$ES_USER:" "$ES_RUN"
+	runuser -u "$ES_USER" -- test -w "$ES_RUN/data" ||
+		die "es: $ES_RUN is not writable by $ES_USER (is ENGINES_RUN_DIR inside a private directory?)"
+
+	log "es: starting Elasticsearch $ES_VERSION (java $java_home, $ES_JAVA_OPTS) on $HOST:$ES_PORT"
+	rm -f "$ES_RUN/es.pid"
+	ulimit -n 65535 2>/dev/null || true
+	# Foreground mode in the background (not -d) so start-up errors land in the log.
+	(cd "$ES_RUN" && nohup setsid runuser -u "$ES_USER" -- env \
+		ES_JAVA_HOME="$java_home" ES_PATH_CONF="$ES_RUN/config" ES_TMPDIR="$ES_RUN/tmp" \
+		ES_JAVA_OPTS="$ES_JAVA_OPTS" \
+		"$home/bin/elasticsearch" -p "$ES_RUN/es.pid" >"$RUN_DIR/logs/elasticsearch.log" 2>&1 </dev/null &
+		echo $! >"$RUN_DIR/pids/elasticsearch-launcher.pid")
+	es_started=1
+}
+
+es_wait() {
+	local deadline=$((SECONDS + ES_TIMEOUT)) health
+	until health="$(es_health -G -d wait_for_status=yellow -d timeout=3s)" &&
+		case "$health" in *'"status":"green"'* | *'"status":"yellow"'*) true ;; *) false ;; esac; do
+		if [ "${es_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/elasticsearch-launcher.pid" . &&
+			! pid_alive "$ES_RUN/es.pid" org.elasticsearch; then
+			fail_with_log "es: Elasticsearch exited during start-up" \
+				"$RUN_DIR/logs/elasticsearch.log" "$ES_RUN/logs/estate-dev.log"
+		fi
+		[ "$SECONDS" -lt "$deadline" ] ||
+			fail_with_log "es: not healthy after ${ES_TIMEOUT}s" "$RUN_DIR/logs/elasticsearch.log" "$ES_RUN/logs/estate-dev.log"
+		sleep 1
+	done
+	if [ "${es_started:-0}" = 1 ] && [ -s "$ES_RUN/es.pid" ]; then
+		cp "$ES_RUN/es.pid" "$RUN_DIR/pids/elasticsearch.pid"
+	fi
+	log "es: ready on $HOST:$ES_PORT"
+}
+
+# ---------------------------------------------------------------- main
+# Start the slow ones first so Elasticsearch boots while FerretDB compiles.
+[ "$want_es" = 1 ] && es_start
+[ "$want_nats" = 1 ] && nats_start
+[ "$want_mongo" = 1 ] && mongo_start
+
+[ "$want_nats" = 1 ] && nats_wait
+[ "$want_mongo" = 1 ] && mongo_wait
+[ "$want_es" = 1 ] && es_wait
+
+log "all requested engines ready in ${SECONDS}s (run dir $RUN_DIR, cache $CACHE_DIR)"
+
+[ "$want_nats" = 1 ] && echo "export NATS_URL=nats://$HOST:$NATS_PORT" >&3
+[ "$want_mongo" = 1 ] && echo "export MONGODB_URL=mongodb://$HOST:$MONGO_PORT/$MONGO_DB" >&3
+[ "$want_es" = 1 ] && echo "export ELASTICSEARCH_URL=http://$HOST:$ES_PORT" >&3
+exit 0
