@@ -119,8 +119,15 @@ fail_with_log() { # fail_with_log MESSAGE LOGFILE...
 # ---------------------------------------------------------------- NATS
 nats_answers() { # reads the server's INFO greeting
 	local line
-	line="$(timeout 3 bash -c "exec 7<>/dev/tcp/$HOST/$NATS_PORT && head -c 4096 <&7 | head -n 1" 2>/dev/null)" || true
-	case "$line" in INFO*) return 0 ;; *) return 1 ;; esac
+	line="$(timeout 3 bash -c "exec 7<>/dev/tcp/$HOST/$NATS_PORT && IFS= read -r -t 2 l <&7 && printf '%s' \"\$l\"" 2>/dev/null)" || true
+	case "$line" in
+	INFO*'"jetstream":true'*) return 0 ;;
+	INFO*)
+		log "nats: WARNING: the server on $HOST:$NATS_PORT does not have JetStream enabled"
+		return 0
+		;;
+	*) return 1 ;;
+	esac
 }
 
 nats_start() {
@@ -313,7 +320,6 @@ es_start() {
 		xpack.security.enabled: false
 		cluster.routing.allocation.disk.threshold_enabled: false
 		action.destructive_requires_name: false
-		ingest.geoip.downloader.enabled: false
 	EOF
 	chown -R "$ES_USER:" "$ES_RUN"
 	runuser -u "$ES_USER" -- test -w "$ES_RUN/data" ||

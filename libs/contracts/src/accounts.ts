@@ -34,7 +34,6 @@ export const apiKey = z
     agentId: z.string().nullable(),
     prefix: z.string().describe('The first characters of the secret, to recognise a key without revealing it'),
     createdAt: z.string(),
-    lastUsedAt: z.string().nullable().optional(),
   })
   .meta({ id: 'ApiKey' });
 export type ApiKey = z.infer<typeof apiKey>;
@@ -45,4 +44,5 @@ export const apiKeyList = z.object({ items: z.array(apiKey) });
 
 export const accountCreate = z.strictObject({ name: z.string().trim().min(1).max(200) }).meta({ id: 'AccountCreate' });
 export const account = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).meta({ id: 'Account' });
+export type Account = z.infer<typeof account>;
 export const accountCreated = z.object({ account, adminKey: apiKeyWithSecret });

@@ -57,3 +57,6 @@ export function mergePatchOf(schema: z.ZodObject): z.ZodObject {
   }
   return z.strictObject(shape);
 }
+
+// A missing required field reads "is required" rather than zod's generic type message.
+z.config({ customError: (issue) => (issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : undefined) });

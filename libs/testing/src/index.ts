@@ -1,1 +1,3 @@
 export * from './engines';
+export * from './http';
+export * from './listing-fixture';

@@ -1,0 +1,68 @@
+import { join } from 'node:path';
+import { MemoryBus } from '@estate/bus';
+import { composeGateway, installGatewayEdge } from '@estate/gateway';
+import { composeLeads, leadsApp } from '@estate/leads';
+import { composeListings, listingsApp } from '@estate/listings';
+import { composeMedia, mediaApp } from '@estate/media';
+import { createHttpApp } from '@estate/platform/http';
+import { NedbDocumentStore, lockDataDir } from '@estate/store';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { EmbeddedConfig } from './config';
+
+export interface EmbeddedProduct {
+  app: FastifyInstance;
+  /** Secrets generated on this start (first start only), to be shown once. */
+  generatedKeys: { admin?: string; platform?: string };
+  defaultAccountId: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The embedded profile: the four services in one process, each with its own NeDB folder under
+ * DATA_DIR, talking over the in-process bus, behind the gateway's edge on one HTTP server.
+ */
+export async function composeEmbedded(config: EmbeddedConfig, log: Logger): Promise<EmbeddedProduct> {
+  const releaseLock = lockDataDir(config.dataDir);
+  const bus = new MemoryBus(log.child({ component: 'bus' }));
+  const stores = {
+    gateway: new NedbDocumentStore(join(config.dataDir, 'gateway')),
+    listings: new NedbDocumentStore(join(config.dataDir, 'listings')),
+    media: new NedbDocumentStore(join(config.dataDir, 'media')),
+    leads: new NedbDocumentStore(join(config.dataDir, 'leads')),
+  };
+  const gateway = await composeGateway({ store: stores.gateway, log });
+  const listings = await composeListings({ store: stores.listings, bus, log });
+  const media = await composeMedia({ store: stores.media, bus, log });
+  const leads = await composeLeads({ store: stores.leads, bus, log });
+  const runtimes = [gateway, listings, media, leads];
+
+  const boot = await gateway.access.bootstrap({ adminKey: config.adminApiKey, platformKey: config.platformApiKey });
+
+  const app = await createHttpApp({
+    service: 'embedded',
+    logger: log,
+    bodyLimit: 5 * 1024 * 1024,
+    readiness: { bus: () => bus.ping(), ...Object.fromEntries(Object.entries(stores).map(([name, s]) => [`store:${name}`, () => s.ping()])) },
+    openapi: { title: 'Estate listings and leads API', description: 'Listings, media and lead management for brokerages, portals and CRMs.' },
+  });
+  await installGatewayEdge(app, gateway, { rateLimitPerMinute: config.rateLimitPerMinute });
+  await app.register(listingsApp, { service: listings.service });
+  await app.register(mediaApp, { runtime: media });
+  await app.register(leadsApp, { runtime: leads });
+  await app.ready();
+  for (const r of runtimes) await r.start();
+
+  return {
+    app,
+    generatedKeys: boot.generated,
+    defaultAccountId: boot.account.id,
+    async close() {
+      await app.close();
+      for (const r of [...runtimes].reverse()) await r.stop();
+      await bus.close();
+      for (const s of Object.values(stores)) await s.close();
+      releaseLock();
+    },
+  };
+}

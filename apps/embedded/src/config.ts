@@ -1,0 +1,35 @@
+import { envLogLevel, envPort, parseEnv } from '@estate/platform/config';
+import { z } from 'zod';
+
+const schema = z.object({
+  PORT: envPort(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  ADMIN_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
+  PLATFORM_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
+  LOG_LEVEL: envLogLevel,
+});
+
+export interface EmbeddedConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  adminApiKey?: string;
+  platformApiKey?: string;
+  rateLimitPerMinute: number;
+  logLevel: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
+  const e = parseEnv(schema, env);
+  return Object.freeze({
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: e.DATA_DIR,
+    adminApiKey: e.ADMIN_API_KEY,
+    platformApiKey: e.PLATFORM_API_KEY,
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    logLevel: e.LOG_LEVEL,
+  });
+}

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses environment variables with a zod schema whose keys are the variable names.
+ * A bad value throws a ConfigError naming each offending variable (never echoing its value,
+ * which may be a secret). The result is frozen.
+ */
+export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv): Readonly<z.infer<S>> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse(cleaned);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
+  }
+  return Object.freeze(result.data);
+}
+
+export const envPort = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
+export const envLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
+export const envSecret = (min = 32) => z.string().min(min, `must be at least ${min} characters`);
+export const envUrl = z.string().url();
+
+/** Runs `main`, printing a configuration problem as a plain message and exiting 1. */
+export function exitOnConfigError(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import { decorateIdentity } from '../auth';
+import { installErrorHandling } from './problem';
+import { installObservability, type ReadinessCheck } from './observability';
+
+export { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
+export type { ReadinessCheck } from './observability';
+
+export type App = FastifyInstance;
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface HttpAppOptions {
+  service: string;
+  logger: Logger;
+  /** Largest JSON body accepted, in bytes. */
+  bodyLimit?: number;
+  /** Dependencies that must answer for `/health/ready`. */
+  readiness?: Record<string, ReadinessCheck>;
+  /** Serve `/openapi.json` and `/docs` generated from the route schemas. */
+  openapi?: { title: string; description?: string; version?: string };
+}
+
+/**
+ * A Fastify instance with the conventions every service shares: request ids (kept from
+ * `x-request-id` when sane), zod validation and serialization, problem+json errors, health,
+ * metrics and, when asked, OpenAPI docs. Routes are added by the caller.
+ */
+export async function createHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    requestIdHeader: false,
+    logController: new LogController({
+      requestIdLogLabel: 'requestId',
+      // Probes and scrapes would drown the access log.
+      disableRequestLogging: (request) => request.url.startsWith('/health/') || request.url === '/metrics',
+    }),
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  }) as unknown as FastifyInstance;
+  // JSON in, JSON out: anything else is 415 (the media service adds multipart for uploads).
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  decorateIdentity(app);
+  installErrorHandling(app);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  if (options.openapi) {
+    await app.register(fastifySwagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: options.openapi.title, description: options.openapi.description, version: options.openapi.version ?? '1.0.0' },
+        components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <key>`' } } },
+        security: [{ apiKey: [] }],
+      },
+      transform: jsonSchemaTransform,
+      transformObject: jsonSchemaTransformObject,
+    });
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+  }
+  installObservability(app, { service: options.service, checks: options.readiness ?? {} });
+  return app;
+}
+
+export function typed(app: FastifyInstance) {
+  return app.withTypeProvider<ZodTypeProvider>();
+}
+export { ifMatchVersion, setEtag } from './versioning';

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AppError } from '../errors';
+
+export type ReadinessCheck = () => Promise<void>;
+
+/**
+ * `/health/live` (the process answers), `/health/ready` (every dependency answers) and
+ * `/metrics` (Prometheus text) for one service; no key needed.
+ */
+export function installObservability(app: FastifyInstance, options: { service: string; checks: Record<string, ReadinessCheck> }): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: options.service });
+  collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    if (route.startsWith('/health') || route === '/metrics') return;
+    duration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/health/ready', { schema: { hide: true } }, async (request, reply) => {
+    const results = await Promise.all(
+      Object.entries(options.checks).map(async ([name, check]) => {
+        try {
+          await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+          return [name, 'ok'] as const;
+        } catch (err) {
+          request.log.warn({ err, dependency: name }, 'readiness check failed');
+          return [name, 'unavailable'] as const;
+        }
+      }),
+    );
+    const checks = Object.fromEntries(results);
+    if (results.some(([, s]) => s !== 'ok')) {
+      throw new AppError('service_unavailable', `Not ready: ${results.filter(([, s]) => s !== 'ok').map(([n]) => n).join(', ')}`, { fields: { checks } });
+    }
+    return reply.send({ status: 'ok', checks });
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
+  return registry;
+}

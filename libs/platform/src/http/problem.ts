@@ -1,0 +1,83 @@
+import { errorStatus, errorTitles, type ErrorCode, type FieldError } from '@estate/contracts/errors';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { AppError, fieldErrors } from '../errors';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export function problemBody(code: ErrorCode, detail: string, requestId: string, errors?: FieldError[], fields?: Record<string, unknown>) {
+  return {
+    type: `urn:estate:problem:${code}`,
+    title: errorTitles[code],
+    status: errorStatus[code],
+    detail,
+    code,
+    requestId,
+    ...(errors ? { errors } : {}),
+    ...fields,
+  };
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  for (const [k, v] of Object.entries(error.extra.headers ?? {})) reply.header(k, v);
+  return reply
+    .code(error.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .serializer(JSON.stringify)
+    .send(problemBody(error.code, error.detail, String(reply.request.id), error.extra.errors, error.extra.fields));
+}
+
+/** Maps the errors Fastify and its plugins raise onto our codes. */
+function fromFastifyError(err: FastifyError): AppError {
+  const status = err.statusCode ?? 500;
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('malformed_request', `The body is not valid JSON: ${err.message}`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'Send the body as application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than this endpoint accepts');
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError && status === 400) return new AppError('malformed_request', `The body is not valid JSON: ${err.message}`);
+  if (status === 413) return new AppError('payload_too_large', err.message);
+  if (status === 415) return new AppError('unsupported_media_type', err.message);
+  if (status === 429) return new AppError('rate_limited', err.message);
+  if (status === 404) return new AppError('not_found', err.message);
+  if (status === 405) return new AppError('method_not_allowed', err.message);
+  if (status >= 400 && status < 500) return new AppError('malformed_request', err.message);
+  return new AppError('internal_error', 'Something went wrong on our side; the request id identifies it in our logs', { cause: err });
+}
+
+/** The one error handler: every failure leaves as problem+json; 5xx never show internals. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    let appError: AppError;
+    if (err instanceof AppError) {
+      appError = err;
+    } else if (hasZodFastifySchemaValidationErrors(err)) {
+      const issues = err.validation.map((v) => ({
+        code: String(v.keyword),
+        path: v.instancePath.split('/').filter(Boolean),
+        message: v.message ?? 'is invalid',
+        keys: (v.params as { keys?: string[] }).keys,
+      }));
+      const where = err.validationContext === 'body' ? 'body' : err.validationContext === 'querystring' ? 'query parameters' : 'path parameters';
+      appError = new AppError('validation_failed', `The ${where} did not pass validation`, { errors: fieldErrors(issues) });
+    } else if (isResponseSerializationError(err as never)) {
+      appError = new AppError('internal_error', 'Something went wrong on our side; the request id identifies it in our logs', { cause: err });
+    } else {
+      appError = fromFastifyError(err);
+    }
+    if (appError.status >= 500) request.log.error({ err: appError.extra.cause ?? err }, 'request failed');
+    else request.log.info({ code: appError.code, status: appError.status }, appError.detail);
+    return sendProblem(reply, appError);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}

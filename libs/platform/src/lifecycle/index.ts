@@ -1,0 +1,15 @@
+import closeWithGrace from 'close-with-grace';
+import type { Logger } from 'pino';
+
+/**
+ * On SIGTERM/SIGINT (or a fatal error): run `close` once (stop accepting, finish in-flight
+ * requests and messages, close stores), then exit. A second signal or the delay forces exit.
+ */
+export function closeOnSignals(log: Logger, close: () => Promise<void>, delayMs = 15_000): void {
+  closeWithGrace({ delay: delayMs }, async ({ signal, err }) => {
+    if (err) log.fatal({ err }, 'fatal error; shutting down');
+    else log.info({ signal }, 'shutting down');
+    await close();
+    log.info('stopped');
+  });
+}

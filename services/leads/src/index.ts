@@ -1,0 +1,2 @@
+export { leadsApp, type LeadsRuntime } from './app';
+export { composeLeads } from './compose';

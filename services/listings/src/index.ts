@@ -1,0 +1,3 @@
+export { listingsApp } from './app';
+export { composeListings, type ListingsRuntime } from './compose';
+export { ListingsService } from './listings.service';

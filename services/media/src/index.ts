@@ -1,0 +1,2 @@
+export { mediaApp, type MediaRuntime } from './app';
+export { composeMedia } from './compose';
