@@ -1,3 +1,4 @@
 export * from './bus';
 export * from './memory.bus';
 export * from './outbox';
+export * from './nats.bus';

@@ -87,6 +87,7 @@ function cleanUpdate(update: Update): Raw {
 }
 
 function withId(filter: Filter, id: unknown): Filter {
+  if (filter._id === id) return filter;
   return '_id' in filter ? { $and: [filter, { _id: id }] } : { ...filter, _id: id };
 }
 
@@ -294,7 +295,7 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
         const rewritten = rewritePull(update, current);
         // The document is held and matched the filter just now: the write can address it by `_id` alone.
         if (Object.keys(rewritten).length === 0) return fromEngineDoc<T>(current);
-        return fromEngineDoc<T>(await this.col.findOneAndUpdate({ _id: id }, rewritten, { returnDocument: 'after' }));
+        return fromEngineDoc<T>(await this.col.findOneAndUpdate({ _id: id } as Filter, rewritten, { returnDocument: 'after' }));
       }
       return fromEngineDoc<T>(await this.col.findOneAndUpdate(target, update, { returnDocument: 'after' }));
     });

@@ -1,0 +1,403 @@
+import { subjects, streams, type EventPayload, type StreamName, type Subject } from '@estate/contracts/events';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { headers, nanos, type MsgHdrs, type NatsConnection, type Subscription as CoreSubscription } from '@nats-io/nats-core';
+import { connect } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import {
+  RetryLater,
+  Unprocessable,
+  type Bus,
+  type BusMessage,
+  type PublishOptions,
+  type SubscribeOptions,
+  type Subscription,
+} from './bus';
+
+export interface NatsBusOptions {
+  log: Logger;
+  /** Connection name shown by the server (service name and replica). */
+  name?: string;
+  /** First retry delay for handlers that fail with a plain error; doubles per delivery. */
+  retryBaseMs?: number;
+  /**
+   * When set, durable consumers are created with this inactivity threshold: the server removes a
+   * durable nobody has pulled from for that long. For disposable environments and tests only:
+   * a service that is down longer would lose its place in the stream.
+   */
+  consumerInactiveThresholdMs?: number;
+  /** Messages pulled ahead of the one being handled, per subscription. */
+  prefetch?: number;
+}
+
+const REQUEST_ID = 'x-request-id';
+const DEFAULT_MAX_DELIVER = 8;
+const DEFAULT_ACK_WAIT_MS = 30_000;
+const MAX_BACKOFF_MS = 60_000;
+const EVENT_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
+const PING_TIMEOUT_MS = 2000;
+/** Small, so that replicas share the work and prefetched messages do not sit out their ack wait. */
+const DEFAULT_PREFETCH = 4;
+
+/** The stream holding a subject (from the contracts). */
+function streamOf(subject: Subject): StreamName {
+  return subjects[subject].stream as StreamName;
+}
+
+function desiredStream(name: StreamName): StreamConfig {
+  const def = streams[name] as { subjects: readonly string[]; workQueue: boolean };
+  return {
+    name,
+    subjects: [...def.subjects],
+    retention: def.workQueue ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
+    storage: StorageType.File,
+    // A work queue keeps a job until it is acknowledged; event streams keep a week of history.
+    max_age: def.workQueue ? 0 : nanos(EVENT_MAX_AGE_MS),
+    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
+  } as StreamConfig;
+}
+
+/** True when the server version is at least `min` (semver, `x.y.z`). */
+function versionAtLeast(version: string | undefined, min: [number, number, number]): boolean {
+  const parts = (version ?? '0.0.0').split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
+  for (let i = 0; i < 3; i++) {
+    if ((parts[i] ?? 0) !== min[i]) return (parts[i] ?? 0) > min[i];
+  }
+  return true;
+}
+
+const sameList = (a: readonly string[] = [], b: readonly string[] = []) => a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+
+interface Running {
+  stop(): Promise<void>;
+}
+
+/**
+ * Distributed bus: durable subjects through JetStream (one pull consumer per durable name, shared
+ * by the replicas that use it), transient notifications through core NATS.
+ */
+export class NatsBus implements Bus {
+  readonly kind = 'nats' as const;
+  private readonly running = new Set<Running>();
+  private readonly listeners = new Set<CoreSubscription>();
+  private closing?: Promise<void>;
+  private readonly multiFilter: boolean;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly opts: NatsBusOptions,
+  ) {
+    // Several filter subjects on one consumer need NATS 2.10.
+    this.multiFilter = versionAtLeast(nc.info?.version, [2, 10, 0]);
+  }
+
+  static async connect(url: string, opts: NatsBusOptions): Promise<NatsBus> {
+    const nc = await connect({
+      servers: url.split(',').map((s) => s.trim()),
+      name: opts.name ?? 'estate',
+      timeout: 5000,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 1000,
+    });
+    try {
+      const jsm = await jetstreamManager(nc, { timeout: 5000 });
+      const bus = new NatsBus(nc, jetstream(nc, { timeout: 5000 }), jsm, opts);
+      await bus.ensureStreams();
+      bus.watchConnection();
+      opts.log.debug({ server: nc.info?.version, name: opts.name }, 'nats bus connected');
+      return bus;
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async publish<S extends Subject>(subject: S, payload: EventPayload<S>, options: PublishOptions = {}): Promise<void> {
+    if (this.closing) throw new Error('bus closed');
+    const def = subjects[subject];
+    if (!def) throw new Error(`unknown subject ${subject}`);
+    const parsed = def.schema.parse(payload) as { eventId?: string };
+    const msgID = options.msgId ?? parsed.eventId;
+    const ack = await this.js.publish(subject, JSON.stringify(parsed), {
+      ...(msgID ? { msgID } : {}),
+      headers: this.headersFor(options.requestId),
+    });
+    if (ack.duplicate) this.opts.log.debug({ subject, msgId: msgID, seq: ack.seq }, 'duplicate publish dropped by the stream');
+  }
+
+  async subscribe<S extends Subject>(
+    list: readonly S[],
+    options: SubscribeOptions,
+    handler: (message: BusMessage<S>) => Promise<void>,
+  ): Promise<Subscription> {
+    if (this.closing) throw new Error('bus closed');
+    if (list.length === 0) throw new Error('subscribe needs at least one subject');
+    const stream = streamOf(list[0]);
+    const strays = list.filter((s) => streamOf(s) !== stream);
+    if (strays.length > 0) throw new Error(`subjects ${strays.join(', ')} are not in stream ${stream}; subscribe to each stream separately`);
+    const wanted = new Set<Subject>(list);
+    const maxDeliver = options.maxDeliver ?? DEFAULT_MAX_DELIVER;
+    const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
+
+    await this.ensureConsumer(stream, options.durable, [...wanted], maxDeliver, ackWaitMs);
+    const consumer = await this.js.consumers.get(stream, options.durable);
+    const messages: ConsumerMessages = await consumer.consume({ max_messages: this.opts.prefetch ?? DEFAULT_PREFETCH });
+    const log = this.opts.log.child({ durable: options.durable, stream });
+    void this.logConsumerStatus(messages, log);
+
+    let stopping = false;
+    const loop = (async () => {
+      for await (const m of messages) {
+        if (stopping) {
+          // Pulled but not started: hand it back at once rather than after the ack wait.
+          this.settle(m, (x) => x.nak(), log);
+          continue;
+        }
+        await this.handle(m, wanted, maxDeliver, ackWaitMs, handler as (message: BusMessage<Subject>) => Promise<void>, log);
+      }
+    })().catch((err: unknown) => log.error({ err }, 'consumer loop failed'));
+
+    let stopped: Promise<void> | undefined;
+    const running: Running = {
+      stop: () =>
+        (stopped ??= (async () => {
+          stopping = true;
+          await messages.close().catch(() => undefined);
+          await loop; // the handler in progress finishes
+          this.running.delete(running);
+        })()),
+    };
+    this.running.add(running);
+    if (this.closing) await running.stop(); // close() began while the consumer was being set up
+    return running;
+  }
+
+  notify(subject: string, data: unknown, options: { requestId?: string } = {}): void {
+    if (this.closing || this.nc.isClosed()) return;
+    try {
+      this.nc.publish(subject, JSON.stringify(data), { headers: this.headersFor(options.requestId) });
+    } catch (err) {
+      this.opts.log.warn({ err, subject }, 'transient notification not sent');
+    }
+  }
+
+  listen(subject: string, handler: (data: unknown, subject: string) => void): Subscription {
+    const sub = this.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) {
+          this.opts.log.warn({ err, subject }, 'transient subscription failed');
+          return;
+        }
+        try {
+          handler(msg.json<unknown>(), msg.subject);
+        } catch (e) {
+          this.opts.log.warn({ err: e, subject: msg.subject }, 'transient listener failed');
+        }
+      },
+    });
+    this.listeners.add(sub);
+    return {
+      stop: async () => {
+        this.listeners.delete(sub);
+        if (!sub.isClosed()) sub.unsubscribe();
+      },
+    };
+  }
+
+  async ping(): Promise<void> {
+    if (this.closing || this.nc.isClosed()) throw new Error('bus closed');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`nats did not answer within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([this.nc.flush(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.running].map((r) => r.stop()));
+      for (const sub of this.listeners) if (!sub.isClosed()) sub.unsubscribe();
+      this.listeners.clear();
+      if (!this.nc.isClosed()) await this.nc.drain().catch((err: unknown) => this.opts.log.warn({ err }, 'nats drain failed'));
+    })();
+    return this.closing;
+  }
+
+  private headersFor(requestId: string | undefined): MsgHdrs | undefined {
+    if (!requestId) return undefined;
+    const h = headers();
+    h.set(REQUEST_ID, requestId);
+    return h;
+  }
+
+  private async handle(
+    m: JsMsg,
+    wanted: Set<Subject>,
+    maxDeliver: number,
+    ackWaitMs: number,
+    handler: (message: BusMessage<Subject>) => Promise<void>,
+    log: Logger,
+  ): Promise<void> {
+    const subject = m.subject as Subject;
+    if (!wanted.has(subject)) {
+      // Only on servers without multi-subject filters, where the consumer sees the whole stream.
+      this.settle(m, (x) => x.ack(), log);
+      return;
+    }
+    const requestId = m.headers?.get(REQUEST_ID) || undefined;
+    const deliveryCount = m.info.deliveryCount;
+    let payload: unknown;
+    try {
+      payload = subjects[subject].schema.parse(m.json<unknown>());
+    } catch (err) {
+      log.error({ err, subject, seq: m.seq, requestId }, 'message dropped: payload does not match its schema');
+      this.settle(m, (x) => x.term(), log);
+      return;
+    }
+    // Long handlers keep their delivery: tell the server we are still working well before the ack wait runs out.
+    const heartbeat = setInterval(() => this.settle(m, (x) => x.working(), log), Math.max(100, Math.floor(ackWaitMs / 3)));
+    try {
+      await handler({ subject, payload, requestId, deliveryCount } as BusMessage<Subject>);
+      this.settle(m, (x) => x.ack(), log);
+    } catch (err) {
+      if (err instanceof Unprocessable) {
+        log.error({ err, subject, requestId }, 'message dropped: unprocessable');
+        this.settle(m, (x) => x.term(), log);
+      } else if (deliveryCount >= maxDeliver) {
+        log.error({ err, subject, requestId, deliveryCount }, 'message dropped after max deliveries');
+        this.settle(m, (x) => x.term(), log);
+      } else {
+        const delay = err instanceof RetryLater ? err.delayMs : Math.min((this.opts.retryBaseMs ?? 1000) * 2 ** (deliveryCount - 1), MAX_BACKOFF_MS);
+        log.warn({ err, subject, requestId, deliveryCount, delayMs: delay }, 'handler failed; redelivering');
+        this.settle(m, (x) => x.nak(delay), log);
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Acks and naks are fire-and-forget; a closed connection makes them throw, which only means redelivery. */
+  private settle(m: JsMsg, action: (m: JsMsg) => void, log: Logger): void {
+    try {
+      action(m);
+    } catch (err) {
+      log.warn({ err, seq: m.seq }, 'could not settle message; it will be redelivered');
+    }
+  }
+
+  /** Creates the streams of the contracts, or brings their subjects and limits up to date. */
+  private async ensureStreams(): Promise<void> {
+    for (const name of Object.keys(streams) as StreamName[]) {
+      const want = desiredStream(name);
+      let current: StreamConfig | undefined;
+      try {
+        current = (await this.jsm.streams.info(name)).config;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      if (!current) {
+        try {
+          await this.jsm.streams.add(want);
+          this.opts.log.info({ stream: name }, 'stream created');
+          continue;
+        } catch (err) {
+          // Another replica may have created it at the same moment.
+          current = (await this.jsm.streams.info(name).catch(() => Promise.reject(err))).config;
+        }
+      }
+      if (current.retention !== want.retention || current.storage !== want.storage) {
+        throw new Error(
+          `stream ${name} exists with retention ${current.retention}/${current.storage}, contracts want ${want.retention}/${want.storage}; ` +
+            'these cannot be changed in place: migrate the stream',
+        );
+      }
+      if (!sameList(current.subjects, want.subjects) || current.max_age !== want.max_age || current.duplicate_window !== want.duplicate_window) {
+        await this.jsm.streams.update(name, { subjects: want.subjects, max_age: want.max_age, duplicate_window: want.duplicate_window });
+        this.opts.log.info({ stream: name }, 'stream updated');
+      }
+    }
+  }
+
+  /** Creates the durable pull consumer or updates the settings that may change. */
+  private async ensureConsumer(stream: StreamName, durable: string, list: Subject[], maxDeliver: number, ackWaitMs: number): Promise<void> {
+    const streamSubjects = desiredStream(stream).subjects;
+    // Both keys are always given (one undefined, dropped from the JSON) so an update replaces the
+    // other form of filter left in the existing config; the server refuses both at once.
+    const filter: Partial<ConsumerConfig> =
+      list.length === 1
+        ? { filter_subject: list[0], filter_subjects: undefined }
+        : this.multiFilter
+          ? { filter_subject: undefined, filter_subjects: list }
+          : // Pre-2.10 server: one consumer cannot filter on several subjects; it reads the whole
+            // stream and the subjects outside the subscription are acknowledged unseen.
+            { filter_subject: streamSubjects.length === 1 ? streamSubjects[0] : undefined, filter_subjects: undefined };
+    const changeable: Partial<ConsumerConfig> = {
+      ...filter,
+      ack_wait: nanos(ackWaitMs),
+      max_deliver: maxDeliver,
+      ...(this.opts.consumerInactiveThresholdMs ? { inactive_threshold: nanos(this.opts.consumerInactiveThresholdMs) } : {}),
+    };
+    const config = {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ...changeable,
+    } as ConsumerConfig;
+    try {
+      await this.jsm.consumers.add(stream, config);
+    } catch (addErr) {
+      // It exists with other settings (or was created by a replica a moment ago): update it.
+      try {
+        await this.jsm.consumers.update(stream, durable, changeable);
+      } catch (updateErr) {
+        throw new Error(`cannot create or update consumer ${durable} on ${stream}: ${(addErr as Error).message}; ${(updateErr as Error).message}`, {
+          cause: updateErr,
+        });
+      }
+    }
+  }
+
+  private async logConsumerStatus(messages: ConsumerMessages, log: Logger): Promise<void> {
+    try {
+      for await (const s of messages.status()) {
+        if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'stream_not_found' || s.type === 'consumer_deleted') {
+          log.warn({ status: s.type }, 'jetstream consumer status');
+        }
+      }
+    } catch {
+      // the iterator ends with the consumer
+    }
+  }
+
+  private watchConnection(): void {
+    void (async () => {
+      for await (const s of this.nc.status()) {
+        if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error') this.opts.log.warn({ status: s.type }, 'nats connection');
+      }
+    })().catch(() => undefined);
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { code?: number; name?: string; message?: string };
+  return e?.code === 10059 || e?.name === 'StreamNotFoundError' || /stream not found/i.test(e?.message ?? '');
+}
