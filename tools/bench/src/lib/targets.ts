@@ -1,0 +1,54 @@
+import type { AddressInfo } from 'node:net';
+import type { BareSpec, EmbeddedSpec, TargetSpec } from './protocol';
+
+export interface RunningTarget {
+  port: number;
+  close(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+
+function portOf(address: string | AddressInfo | null): number {
+  if (address === null || typeof address === 'string') throw new Error(`unexpected listen address ${String(address)}`);
+  return address.port;
+}
+
+async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
+  // Loaded lazily so the parent (load generator) never pulls the product into its process.
+  const [{ composeEmbedded }, { createLogger }] = await Promise.all([
+    import('../../../../apps/embedded/src/compose'),
+    import('@estate/platform/logging'),
+  ]);
+  const log = createLogger({ service: 'embedded', level: spec.logLevel });
+  const product = await composeEmbedded(
+    { port: 0, host: HOST, dataDir: spec.dataDir, adminApiKey: spec.adminApiKey, rateLimitPerMinute: spec.rateLimitPerMinute, logLevel: spec.logLevel },
+    log,
+  );
+  try {
+    await product.app.listen({ port: 0, host: HOST });
+  } catch (err) {
+    await product.close();
+    throw err;
+  }
+  return { port: portOf(product.app.server.address()), close: () => product.close() };
+}
+
+async function startBare(spec: BareSpec): Promise<RunningTarget> {
+  const { default: fastify } = await import('fastify');
+  const app = fastify();
+  for (const route of spec.routes) {
+    // Returns the object (not a pre-serialized string) so the baseline pays Fastify's usual JSON serialization.
+    app.route({ method: route.method, url: route.url, handler: async () => route.body });
+  }
+  await app.listen({ port: 0, host: HOST });
+  return { port: portOf(app.server.address()), close: () => app.close() };
+}
+
+export function startTarget(spec: TargetSpec): Promise<RunningTarget> {
+  switch (spec.kind) {
+    case 'embedded':
+      return startEmbedded(spec);
+    case 'bare':
+      return startBare(spec);
+  }
+}
