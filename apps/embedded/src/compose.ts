@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { MemoryBus } from '@estate/bus';
-import { composeGateway, installGatewayEdge } from '@estate/gateway';
+import { composeGateway, installGatewayEdge, type BootstrapResult } from '@estate/gateway';
 import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp } from '@estate/media';
@@ -12,9 +12,8 @@ import type { EmbeddedConfig } from './config';
 
 export interface EmbeddedProduct {
   app: FastifyInstance;
-  /** Secrets generated on this start (first start only), to be shown once. */
-  generatedKeys: { admin?: string; platform?: string };
-  defaultAccountId: string;
+  /** What the first start created: the default account and the keys generated (to be shown once). */
+  boot: BootstrapResult;
   close(): Promise<void>;
 }
 
@@ -55,8 +54,7 @@ export async function composeEmbedded(config: EmbeddedConfig, log: Logger): Prom
 
   return {
     app,
-    generatedKeys: boot.generated,
-    defaultAccountId: boot.account.id,
+    boot,
     async close() {
       await app.close();
       for (const r of [...runtimes].reverse()) await r.stop();

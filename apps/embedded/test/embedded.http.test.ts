@@ -124,7 +124,7 @@ describe('embedded profile through the gateway edge', () => {
     const key = (await call(ADMIN, { method: 'POST', url: '/v1/api-keys', payload: { name: 'k', role: 'admin' } })).json();
     await product.close();
     product = await composeEmbedded(config(), log);
-    expect(product.generatedKeys).toEqual({});
+    expect(product.boot.generated).toEqual({});
     expect((await call(key.secret, { method: 'GET', url: `/v1/listings/${created.id}` })).json()).toEqual(created);
   });
 
@@ -132,7 +132,7 @@ describe('embedded profile through the gateway edge', () => {
     await product.close();
     rmSync(dir, { recursive: true, force: true });
     product = await composeEmbedded(config({ adminApiKey: undefined, platformApiKey: undefined }), log);
-    const { admin, platform } = product.generatedKeys;
+    const { admin, platform } = product.boot.generated;
     expect(admin).toMatch(/^ek_/);
     expect((await call(admin!, { method: 'GET', url: '/v1/listings' })).statusCode).toBe(200);
     expect((await call(platform!, { method: 'POST', url: '/v1/accounts', payload: { name: 'x' } })).statusCode).toBe(201);

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Account, ApiKey, ApiKeyCreate, Identity } from '@estate/contracts/accounts';
 import { AppError } from '@estate/platform/errors';
+import { DuplicateKeyError } from '@estate/store';
 import type { AccessRepository, AccountDoc, ApiKeyDoc } from './repositories/access.repository';
 
 export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
@@ -71,10 +72,18 @@ export class AccessService {
   async bootstrap(given: { adminKey?: string; platformKey?: string }): Promise<BootstrapResult> {
     let account = await this.deps.repo.accounts.findOne({ isDefault: true });
     const generated: BootstrapResult['generated'] = {};
-    const firstStart = !account;
+    let firstStart = false;
     if (!account) {
-      account = { id: newId('acc'), name: 'Default account', isDefault: true, createdAt: this.now() };
-      await this.deps.repo.accounts.insertOne(account);
+      // Replicas starting together race here; the unique index on isDefault lets one win.
+      const fresh: AccountDoc = { id: newId('acc'), name: 'Default account', isDefault: true, createdAt: this.now() };
+      try {
+        await this.deps.repo.accounts.insertOne(fresh);
+        account = fresh;
+        firstStart = true;
+      } catch (err) {
+        if (!(err instanceof DuplicateKeyError)) throw err;
+        account = (await this.deps.repo.accounts.findOne({ isDefault: true }))!;
+      }
     }
     if (given.adminKey) await this.ensureKey(account.id, given.adminKey, { name: 'ADMIN_API_KEY', role: 'admin' });
     else if (firstStart) generated.admin = (await this.insertKey(account.id, { name: 'Initial admin key', role: 'admin' })).secret;
@@ -107,4 +116,19 @@ export class AccessService {
   private now(): string {
     return this.deps.clock().toISOString();
   }
+}
+
+/** The banner that shows generated keys once, on the first start; empty when nothing was generated. */
+export function firstStartBanner(boot: BootstrapResult, baseUrl: string): string {
+  const { admin, platform } = boot.generated;
+  if (!admin && !platform) return '';
+  return [
+    '',
+    '  First start: keys for this installation (shown only now; store them safely)',
+    ...(admin ? [`    admin key of the default account (${boot.account.id}):  ${admin}`] : []),
+    ...(platform ? [`    platform key (creates accounts):  ${platform}`] : []),
+    `  Try:  curl -H "Authorization: Bearer <admin key>" ${baseUrl}/v1/listings`,
+    '',
+    '',
+  ].join('\n');
 }

@@ -1,4 +1,4 @@
 export { installGatewayEdge } from './app';
 export { composeGateway, type GatewayRuntime } from './compose';
-export { AccessService } from './access.service';
+export { AccessService, firstStartBanner, type BootstrapResult } from './access.service';
 export { installProxy, upstreamsFor } from './edge/proxy';

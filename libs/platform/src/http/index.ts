@@ -14,6 +14,23 @@ import { decorateIdentity } from '../auth';
 import { installErrorHandling } from './problem';
 import { installObservability, type ReadinessCheck } from './observability';
 
+export interface OpenApiDoc {
+  paths?: Record<string, unknown>;
+  components?: { schemas?: Record<string, unknown>; [k: string]: unknown };
+  tags?: unknown[];
+  [k: string]: unknown;
+}
+
+/** Folds other documents' paths and component schemas into `own` (first definition wins). */
+export function mergeOpenApi(own: OpenApiDoc, others: OpenApiDoc[]): OpenApiDoc {
+  const out: OpenApiDoc = { ...own, paths: { ...own.paths }, components: { ...own.components, schemas: { ...own.components?.schemas } } };
+  for (const doc of others) {
+    for (const [path, item] of Object.entries(doc.paths ?? {})) out.paths![path] ??= item;
+    for (const [name, schema] of Object.entries(doc.components?.schemas ?? {})) out.components!.schemas![name] ??= schema;
+  }
+  return out;
+}
+
 export { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
 export type { ReadinessCheck } from './observability';
 
@@ -29,7 +46,13 @@ export interface HttpAppOptions {
   /** Dependencies that must answer for `/health/ready`. */
   readiness?: Record<string, ReadinessCheck>;
   /** Serve `/openapi.json` and `/docs` generated from the route schemas. */
-  openapi?: { title: string; description?: string; version?: string };
+  openapi?: {
+    title: string;
+    description?: string;
+    version?: string;
+    /** Documents to fold into this one (the distributed gateway adds its services' documents). */
+    merge?: () => Promise<OpenApiDoc[]>;
+  };
 }
 
 /**
@@ -77,8 +100,20 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
       transform: jsonSchemaTransform,
       transformObject: jsonSchemaTransformObject,
     });
-    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-    await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
+    const merge = options.openapi.merge;
+    let merged: OpenApiDoc | undefined;
+    const document = async (): Promise<OpenApiDoc> => {
+      const own = app.swagger() as unknown as OpenApiDoc;
+      merged = merge ? mergeOpenApi(own, await merge()) : own;
+      return merged;
+    };
+    app.get('/openapi.json', { schema: { hide: true } }, document);
+    await app.register(fastifySwaggerUi, {
+      routePrefix: '/docs',
+      // The UI's own JSON route is synchronous: serve the last merged document (refreshed by /openapi.json).
+      transformSpecification: (own) => merged ?? (own as OpenApiDoc),
+      uiConfig: { url: '/openapi.json' },
+    });
   }
   installObservability(app, { service: options.service, checks: options.readiness ?? {} });
   return app;

@@ -16,7 +16,7 @@ declare module 'fastify' {
 }
 
 function bodyHash(body: unknown): string {
-  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body ?? null));
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body ?? null));
   return createHash('sha256').update(bytes).digest('hex');
 }
 

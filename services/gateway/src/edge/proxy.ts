@@ -37,14 +37,17 @@ async function bufferBody(stream: NodeJS.ReadableStream): Promise<Buffer> {
 export async function installProxy(app: FastifyInstance, options: { upstreams: Upstream[]; signingSecret: string; jsonBodyLimit: number; uploadBodyLimit: number }) {
   for (const upstream of options.upstreams) {
     await app.register(async (scope) => {
-      await scope.register(replyFrom, { base: upstream.url, undici: { connections: 128, keepAliveTimeout: 30_000 } });
+      // Bodies are forwarded as received: no re-encoding of JSON, uploads streamed.
+      await scope.register(replyFrom, { base: upstream.url, undici: { connections: 128, keepAliveTimeout: 30_000 }, disableRequestLogging: true });
       scope.removeAllContentTypeParsers();
-      scope.addContentTypeParser('multipart/form-data', { bodyLimit: options.uploadBodyLimit }, (_request, _payload, done) => done(null));
-      scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: options.jsonBodyLimit }, (_request, body, done) => done(null, body));
+      scope.addContentTypeParser('multipart/form-data', { bodyLimit: options.uploadBodyLimit }, (_request, payload, done) => done(null, payload));
+      scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.jsonBodyLimit }, (_request, body, done) => done(null, body));
 
       const forward = (request: FastifyRequest, reply: FastifyReply) => {
         const keep = !!request.idempotencyRecord;
+        const raw = typeof request.body === 'string' ? { body: request.body, contentType: request.headers['content-type'] ?? 'application/json' } : {};
         return reply.from(request.url, {
+          ...raw,
           rewriteRequestHeaders: (_req, headers) => {
             const out: Record<string, string | string[] | undefined> = { ...headers };
             for (const h of STRIPPED_REQUEST_HEADERS) delete out[h];

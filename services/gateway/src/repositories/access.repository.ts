@@ -27,7 +27,7 @@ export class AccessRepository {
   private constructor(readonly accounts: DocumentCollection<AccountDoc>, readonly keys: DocumentCollection<ApiKeyDoc>) {}
 
   static async open(store: DocumentStore): Promise<AccessRepository> {
-    const accounts = await store.collection<AccountDoc>('accounts', [{ fields: { isDefault: 1 } }]);
+    const accounts = await store.collection<AccountDoc>('accounts', [{ fields: { isDefault: 1 }, unique: true, sparse: true }]);
     const keys = await store.collection<ApiKeyDoc>('api_keys', [{ fields: { hash: 1 }, unique: true }, { fields: { accountId: 1, createdAt: 1 } }]);
     return new AccessRepository(accounts, keys);
   }
