@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { describeWithEngines, listingBody } from '@estate/testing';
+import mongoose from 'mongoose';
+import { buildDist, freePort, startService, stopAll, waitReady, type RunningService } from './processes';
+
+/**
+ * Tier 3: the four services as separate processes on the real engines, driven through the
+ * gateway over HTTP, as a client would.
+ */
+describeWithEngines('distributed profile (separate processes, real engines)', ['MONGODB_URL', 'NATS_URL'], (urls) => {
+  const run = randomBytes(4).toString('hex');
+  const admin = `ek_system_admin_${randomBytes(16).toString('hex')}`;
+  const platform = `ek_system_platform_${randomBytes(16).toString('hex')}`;
+  const secret = randomBytes(32).toString('hex');
+  const services: RunningService[] = [];
+  const databases = ['gateway', 'listings', 'media', 'leads'].map((s) => `sys_${run}_${s}`);
+  let gateway = '';
+  let listingsUrl = '';
+
+  const api = async (key: string | null, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${gateway}${path}`, {
+      method,
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+
+  beforeAll(async () => {
+    buildDist();
+    const ports = { gateway: await freePort(), listings: await freePort(), media: await freePort(), leads: await freePort() };
+    const common = { MONGODB_URL: urls.MONGODB_URL, NATS_URL: urls.NATS_URL, INTERNAL_SIGNING_SECRET: secret, LOG_LEVEL: 'info' };
+    for (const name of ['listings', 'media', 'leads'] as const) {
+      services.push(startService(name, { ...common, PORT: String(ports[name]), MONGODB_DATABASE: `sys_${run}_${name}` }));
+    }
+    services.push(
+      startService('gateway', {
+        ...common,
+        PORT: String(ports.gateway),
+        MONGODB_DATABASE: `sys_${run}_gateway`,
+        LISTINGS_URL: `http://127.0.0.1:${ports.listings}`,
+        MEDIA_URL: `http://127.0.0.1:${ports.media}`,
+        LEADS_URL: `http://127.0.0.1:${ports.leads}`,
+        ADMIN_API_KEY: admin,
+        PLATFORM_API_KEY: platform,
+      }),
+    );
+    gateway = `http://127.0.0.1:${ports.gateway}`;
+    listingsUrl = `http://127.0.0.1:${ports.listings}`;
+    await waitReady(gateway, services, 60_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await stopAll(services);
+    const conn = await mongoose.createConnection(urls.MONGODB_URL).asPromise();
+    try {
+      for (const db of databases) await conn.useDb(db).dropDatabase();
+    } finally {
+      await conn.close();
+    }
+  }, 60_000);
+
+  it('drives listings CRUD through the gateway', async () => {
+    const created = await api(admin, 'POST', '/v1/listings', listingBody({ externalId: `E-${run}`, source: 'system' }));
+    expect(created.status).toBe(201);
+    expect(created.headers.get('etag')).toBe('"1"');
+    const id = created.body.id;
+    expect((await api(admin, 'GET', `/v1/listings/${id}`)).body).toEqual(created.body);
+    const patched = await api(admin, 'PATCH', `/v1/listings/${id}`, { pricing: { listPrice: 475000 } }, { 'if-match': '"1"' });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ version: 2, pricing: { listPrice: 475000 } });
+    const stale = await api(admin, 'PATCH', `/v1/listings/${id}`, { status: 'closed' }, { 'if-match': '"1"' });
+    expect(stale.status).toBe(412);
+    expect(stale.body.code).toBe('version_mismatch');
+    const page = await api(admin, 'GET', '/v1/listings?limit=1');
+    expect(page.body).toMatchObject({ total: 1, nextCursor: null });
+    expect(await api(admin, 'DELETE', `/v1/listings/${id}`)).toMatchObject({ status: 200, body: { id, deleted: true } });
+    expect((await api(admin, 'GET', `/v1/listings/${id}`)).status).toBe(404);
+  });
+
+  it('answers problem+json for bad input, and stores nothing', async () => {
+    const bad = await api(admin, 'POST', '/v1/listings', { ...listingBody(), colour: 'red', version: 3 });
+    expect(bad.status).toBe(422);
+    expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['colour', 'version']);
+    const malformed = await fetch(`${gateway}/v1/listings`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: '{"x":' });
+    expect(malformed.status).toBe(400);
+    expect((await api(admin, 'GET', '/v1/listings')).body.total).toBe(0);
+  });
+
+  it('authenticates at the gateway: no key 401, revoked key 401 at once, other accounts see 404', async () => {
+    expect((await api(null, 'GET', '/v1/listings')).status).toBe(401);
+    const key = await api(admin, 'POST', '/v1/api-keys', { name: 'feed', role: 'integration' });
+    expect(key.status).toBe(201);
+    expect((await api(key.body.secret, 'GET', '/v1/listings')).status).toBe(200);
+    await api(admin, 'DELETE', `/v1/api-keys/${key.body.id}`);
+    expect((await api(key.body.secret, 'GET', '/v1/listings')).status).toBe(401);
+
+    const mine = await api(admin, 'POST', '/v1/listings', listingBody());
+    const other = await api(platform, 'POST', '/v1/accounts', { name: `Other ${run}` });
+    expect(other.status).toBe(201);
+    const theirs = other.body.adminKey.secret;
+    expect((await api(theirs, 'GET', `/v1/listings/${mine.body.id}`)).status).toBe(404);
+    expect((await api(theirs, 'PATCH', `/v1/listings/${mine.body.id}`, { status: 'closed' })).status).toBe(404);
+  });
+
+  it('services refuse requests that did not come through the gateway', async () => {
+    const direct = await fetch(`${listingsUrl}/v1/listings`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(direct.status).toBe(401);
+    expect((await direct.json()).code).toBe('unauthorized');
+  });
+
+  it('replays an Idempotency-Key across the proxy', async () => {
+    const headers = { 'idempotency-key': `idem-${run}` };
+    const first = await api(admin, 'POST', '/v1/listings', listingBody(), headers);
+    const second = await api(admin, 'POST', '/v1/listings', listingBody(), headers);
+    expect(second.status).toBe(201);
+    expect(second.body).toEqual(first.body);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('carries the request id to the service that handled the request, into its logs', async () => {
+    const requestId = `sys-${run}-trace`;
+    const res = await api(admin, 'GET', '/v1/listings', undefined, { 'x-request-id': requestId });
+    expect(res.headers.get('x-request-id')).toBe(requestId);
+    await new Promise((r) => setTimeout(r, 200));
+    const listingsLog = services.find((s) => s.name === 'listings')!.output();
+    const lines = listingsLog.split('\n').filter((l) => l.includes(requestId));
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(JSON.parse(line)).toMatchObject({ service: 'listings', requestId });
+    const allLogs = services.map((s) => s.output()).join('\n');
+    expect(allLogs).not.toContain(admin);
+  });
+
+  it('serves the merged OpenAPI document at the gateway', async () => {
+    const doc = await (await fetch(`${gateway}/openapi.json`)).json();
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/listings', '/v1/listings/{id}', '/v1/api-keys']));
+  });
+});

@@ -1,0 +1,75 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Builds the bundles the processes run (esbuild: about a second). */
+export function buildDist(): void {
+  execFileSync(process.execPath, [join(ROOT, 'tools', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+}
+
+export interface RunningService {
+  name: string;
+  child: ChildProcess;
+  output: () => string;
+}
+
+export function startService(name: string, env: Record<string, string>): RunningService {
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'services', name, 'main.js')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  return { name, child, output: () => out };
+}
+
+export async function waitReady(url: string, services: RunningService[], timeoutMs = 30_000): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    const dead = services.find((s) => s.child.exitCode !== null);
+    if (dead) throw new Error(`${dead.name} exited early:\n${dead.output()}`);
+    try {
+      const res = await fetch(`${url}/health/ready`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() - start > timeoutMs) {
+      throw new Error(`not ready after ${timeoutMs} ms:\n${services.map((s) => `--- ${s.name}\n${s.output().slice(-2000)}`).join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** SIGTERM, then SIGKILL if a process has not gone within the grace period. */
+export async function stopAll(services: RunningService[], graceMs = 10_000): Promise<void> {
+  await Promise.all(
+    services.map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (s.child.exitCode !== null || s.child.signalCode !== null) return resolve();
+          const timer = setTimeout(() => s.child.kill('SIGKILL'), graceMs);
+          s.child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          s.child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
