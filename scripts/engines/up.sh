@@ -103,6 +103,23 @@ pid_alive() { # pid_alive PIDFILE PATTERN -> 0 if the pid runs a command matchin
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
 }
 
+# spawn LOGFILE PIDFILE CMD... : start CMD detached (own session, stdin /dev/null,
+# stdout+stderr to LOGFILE) and write its pid to PIDFILE. All other inherited file
+# descriptors (our stdout on fd 3, the lock on fd 9, a caller's pipes) are closed
+# first, so the daemon never keeps a caller's `$(...)` or pipe open.
+spawn() {
+	local logfile="$1" pidfile="$2" fd
+	shift 2
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd="${fd##*/}"
+			[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+		done
+		exec nohup setsid "$@" >"$logfile" 2>&1 </dev/null
+	) &
+	echo $! >"$pidfile"
+}
+
 fail_with_log() { # fail_with_log MESSAGE LOGFILE...
 	local f
 	printf '[engines] ERROR: %s\n' "$1" >&2
@@ -142,9 +159,8 @@ nats_start() {
 	# The Debian package ships a systemd unit; we never rely on it (no systemd here anyway).
 	mkdir -p "$RUN_DIR/nats"
 	log "nats: starting $(nats-server --version 2>/dev/null) on $HOST:$NATS_PORT (JetStream store $RUN_DIR/nats)"
-	nohup setsid nats-server -js -a "$HOST" -p "$NATS_PORT" -sd "$RUN_DIR/nats" \
-		>"$RUN_DIR/logs/nats.log" 2>&1 </dev/null &
-	echo $! >"$RUN_DIR/pids/nats.pid"
+	spawn "$RUN_DIR/logs/nats.log" "$RUN_DIR/pids/nats.pid" \
+		nats-server -js -a "$HOST" -p "$NATS_PORT" -sd "$RUN_DIR/nats"
 	nats_started=1
 }
 
@@ -197,9 +213,8 @@ mongo_start() {
 	ferretdb_build
 	mkdir -p "$RUN_DIR/ferretdb"
 	log "mongo: starting FerretDB $FERRETDB_VERSION (SQLite in $RUN_DIR/ferretdb) on $HOST:$MONGO_PORT"
-	nohup setsid "$FERRETDB_BIN" -listen "$HOST:$MONGO_PORT" -sqlite-dir "$RUN_DIR/ferretdb" \
-		-log-level "$FERRETDB_LOG_LEVEL" >"$RUN_DIR/logs/ferretdb.log" 2>&1 </dev/null &
-	echo $! >"$RUN_DIR/pids/ferretdb.pid"
+	spawn "$RUN_DIR/logs/ferretdb.log" "$RUN_DIR/pids/ferretdb.pid" \
+		"$FERRETDB_BIN" -listen "$HOST:$MONGO_PORT" -sqlite-dir "$RUN_DIR/ferretdb" -log-level "$FERRETDB_LOG_LEVEL"
 	mongo_started=1
 }
 
@@ -329,11 +344,12 @@ es_start() {
 	rm -f "$ES_RUN/es.pid"
 	ulimit -n 65535 2>/dev/null || true
 	# Foreground mode in the background (not -d) so start-up errors land in the log.
-	(cd "$ES_RUN" && nohup setsid runuser -u "$ES_USER" -- env \
+	# (cwd matters: the JVM writes hs_err/replay files relative to it.)
+	(cd "$ES_RUN" && spawn "$RUN_DIR/logs/elasticsearch.log" "$RUN_DIR/pids/elasticsearch-launcher.pid" \
+		runuser -u "$ES_USER" -- env \
 		ES_JAVA_HOME="$java_home" ES_PATH_CONF="$ES_RUN/config" ES_TMPDIR="$ES_RUN/tmp" \
 		ES_JAVA_OPTS="$ES_JAVA_OPTS" \
-		"$home/bin/elasticsearch" -p "$ES_RUN/es.pid" >"$RUN_DIR/logs/elasticsearch.log" 2>&1 </dev/null &
-		echo $! >"$RUN_DIR/pids/elasticsearch-launcher.pid")
+		"$home/bin/elasticsearch" -p "$ES_RUN/es.pid")
 	es_started=1
 }
 

@@ -16,7 +16,7 @@ function portOf(address: string | AddressInfo | null): number {
 async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
   // Loaded lazily so the parent (load generator) never pulls the product into its process.
   const [{ composeEmbedded }, { createLogger }] = await Promise.all([
-    import('../../../../apps/embedded/src/compose'),
+    import('@estate/embedded'),
     import('@estate/platform/logging'),
   ]);
   const log = createLogger({ service: 'embedded', level: spec.logLevel });

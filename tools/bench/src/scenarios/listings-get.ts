@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { listingBody } from '../../../../libs/testing/src/listing-fixture';
+import { listingBody } from '@estate/testing';
 import { expectStatus } from '../lib/http';
 import { measureTarget, problemsOf } from '../lib/measure';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult } from '../lib/scenario';

@@ -1,0 +1,2 @@
+export { composeEmbedded, type EmbeddedProduct } from './compose';
+export { loadConfig, type EmbeddedConfig } from './config';
