@@ -289,7 +289,7 @@ es_java_home() {
 es_start() {
 	local health home java_home
 	if health="$(es_health)"; then
-		log "es: already answering on $HOST:$ES_PORT, leaving it ($health)"
+		log "es: already answering on $HOST:$ES_PORT (status $(printf '%s' "$health" | grep -o '"status":"[a-z]*"' | cut -d'"' -f4)), leaving it"
 		return
 	fi
 	tcp_open "$ES_PORT" && die "es: port $ES_PORT is taken by something that is not Elasticsearch"
@@ -342,7 +342,7 @@ es_start() {
 
 	log "es: starting Elasticsearch $ES_VERSION (java $java_home, $ES_JAVA_OPTS) on $HOST:$ES_PORT"
 	rm -f "$ES_RUN/es.pid"
-	ulimit -n 65535 2>/dev/null || true
+	ulimit -n "$(ulimit -Hn)" 2>/dev/null || true # ES wants >= 65535; only a warning below that
 	# Foreground mode in the background (not -d) so start-up errors land in the log.
 	# (cwd matters: the JVM writes hs_err/replay files relative to it.)
 	(cd "$ES_RUN" && spawn "$RUN_DIR/logs/elasticsearch.log" "$RUN_DIR/pids/elasticsearch-launcher.pid" \

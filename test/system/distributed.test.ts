@@ -108,7 +108,7 @@ describeWithEngines('distributed profile (separate processes, real engines)', ['
   it('services refuse requests that did not come through the gateway', async () => {
     const direct = await fetch(`${listingsUrl}/v1/listings`, { headers: { authorization: `Bearer ${admin}` } });
     expect(direct.status).toBe(401);
-    expect((await direct.json()).code).toBe('unauthorized');
+    expect(((await direct.json()) as { code: string }).code).toBe('unauthorized');
   });
 
   it('replays an Idempotency-Key across the proxy', async () => {
@@ -134,7 +134,7 @@ describeWithEngines('distributed profile (separate processes, real engines)', ['
   });
 
   it('serves the merged OpenAPI document at the gateway', async () => {
-    const doc = await (await fetch(`${gateway}/openapi.json`)).json();
+    const doc = (await (await fetch(`${gateway}/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/listings', '/v1/listings/{id}', '/v1/api-keys']));
   });
 });

@@ -60,6 +60,12 @@ export class AccessService {
     if (!done) throw new AppError('api_key_not_found', `API key ${keyId} does not exist`);
   }
 
+  /** The account the embedded profile's first start made, if there is one yet. */
+  async defaultAccount(): Promise<Account | null> {
+    const doc = await this.deps.repo.accounts.findOne({ isDefault: true });
+    return doc ? toAccount(doc) : null;
+  }
+
   async listAccounts(): Promise<Account[]> {
     return (await this.deps.repo.accounts.find({}, { sort: { createdAt: 1, id: 1 } })).map(toAccount);
   }

@@ -1,0 +1,16 @@
+import { parseEnv } from '@estate/platform/config';
+import { z } from 'zod';
+
+const schema = z.object({
+  DATA_DIR: z.string().min(1).default('./data'),
+  MONGODB_URL: z.string().url().optional(),
+  GATEWAY_MONGODB_DATABASE: z.string().min(1).default('estate_gateway'),
+});
+
+/** With MONGODB_URL the CLI works on the distributed profile's database; otherwise on DATA_DIR. */
+export type CliTarget = { kind: 'embedded'; dataDir: string } | { kind: 'distributed'; mongodbUrl: string; database: string };
+
+export function loadTarget(env: NodeJS.ProcessEnv): CliTarget {
+  const e = parseEnv(schema, env);
+  return e.MONGODB_URL ? { kind: 'distributed', mongodbUrl: e.MONGODB_URL, database: e.GATEWAY_MONGODB_DATABASE } : { kind: 'embedded', dataDir: e.DATA_DIR };
+}

@@ -1,0 +1,102 @@
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { apiKeyCreate } from '@estate/contracts/accounts';
+import { composeGateway } from '@estate/gateway';
+import { exitOnConfigError } from '@estate/platform/config';
+import { AppError } from '@estate/platform/errors';
+import { createLogger } from '@estate/platform/logging';
+import { MongoDocumentStore, NedbDocumentStore, lockDataDir, type DocumentStore } from '@estate/store';
+import { loadTarget, type CliTarget } from './config';
+
+const USAGE = `Usage: npm run cli -- <command>
+
+  accounts create <name>                        create an account and print its first admin key
+  accounts list                                 list accounts
+  keys create --role <admin|agent|integration> --name <name> [--agent-id <id>] [--account <id>]
+                                                create a key and print its secret (shown once)
+  keys list [--account <id>]                    list keys (never secrets)
+  keys revoke <keyId> [--account <id>]          revoke a key at once
+
+Works offline on DATA_DIR (default ./data; stop the server first), or on the distributed
+profile's database when MONGODB_URL is set. --account defaults to the default account.`;
+
+async function openStore(target: CliTarget): Promise<{ store: DocumentStore; release: () => void }> {
+  if (target.kind === 'distributed') {
+    return { store: await MongoDocumentStore.connect(target.mongodbUrl, { dbName: target.database }), release: () => undefined };
+  }
+  const release = lockDataDir(target.dataDir);
+  return { store: new NedbDocumentStore(join(target.dataDir, 'gateway')), release };
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { role: { type: 'string' }, name: { type: 'string' }, 'agent-id': { type: 'string' }, account: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const [area, action, ...rest] = positionals;
+  if (values.help || !area) {
+    process.stdout.write(`${USAGE}\n`);
+    return values.help ? 0 : 2;
+  }
+  let target: CliTarget;
+  try {
+    target = loadTarget(process.env);
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+  const { store, release } = await openStore(target);
+  const gateway = await composeGateway({ store, log: createLogger({ service: 'cli', level: 'warn' }) });
+  const access = gateway.access;
+  const accountId = async () => {
+    if (values.account) return values.account;
+    const fallback = await access.defaultAccount();
+    if (!fallback) throw new AppError('account_not_found', 'There is no default account yet: start the server once, or pass --account <id>');
+    return fallback.id;
+  };
+  try {
+    switch (`${area} ${action ?? ''}`.trim()) {
+      case 'accounts create': {
+        const name = rest.join(' ').trim();
+        if (!name) throw new AppError('validation_failed', 'Give the account a name: accounts create "Acme Realty"');
+        const { account, adminKey } = await access.createAccount(name);
+        process.stdout.write(`account ${account.id}  ${account.name}\nadmin key ${adminKey.id}  secret (shown once): ${adminKey.secret}\n`);
+        return 0;
+      }
+      case 'accounts list':
+        for (const a of await access.listAccounts()) process.stdout.write(`${a.id}  ${a.createdAt}  ${a.name}\n`);
+        return 0;
+      case 'keys create': {
+        const parsed = apiKeyCreate.safeParse({ name: values.name, role: values.role, agentId: values['agent-id'] });
+        if (!parsed.success) throw new AppError('validation_failed', parsed.error.issues.map((i) => `--${String(i.path[0] ?? 'input').replace('agentId', 'agent-id')}: ${i.message}`).join('; '));
+        const key = await access.createKey(await accountId(), parsed.data);
+        process.stdout.write(`key ${key.id}  role ${key.role}${key.agentId ? ` agent ${key.agentId}` : ''}\nsecret (shown once): ${key.secret}\n`);
+        return 0;
+      }
+      case 'keys list':
+        for (const k of await access.listKeys(await accountId())) process.stdout.write(`${k.id}  ${k.role.padEnd(11)} ${k.prefix}…  ${k.createdAt}  ${k.name}${k.agentId ? ` (agent ${k.agentId})` : ''}\n`);
+        return 0;
+      case 'keys revoke': {
+        const keyId = rest[0];
+        if (!keyId) throw new AppError('validation_failed', 'Name the key: keys revoke <keyId>');
+        await access.revokeKey(await accountId(), keyId);
+        process.stdout.write(`revoked ${keyId}\n`);
+        return 0;
+      }
+      default:
+        process.stderr.write(`Unknown command "${positionals.join(' ')}"\n\n${USAGE}\n`);
+        return 2;
+    }
+  } finally {
+    await store.close();
+    release();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof AppError ? err.detail : err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
