@@ -32,7 +32,12 @@ export class AccessService {
   constructor(private readonly deps: { repo: AccessRepository; clock: () => Date }) {}
 
   async authenticate(secret: string): Promise<Identity | null> {
-    const key = await this.deps.repo.keys.findOne({ hash: hashSecret(secret), revokedAt: { $exists: false } });
+    return this.authenticateHash(hashSecret(secret));
+  }
+
+  /** The identity behind a key's sha256, or null when unknown or revoked. */
+  async authenticateHash(hash: string): Promise<Identity | null> {
+    const key = await this.deps.repo.keys.findOne({ hash, revokedAt: { $exists: false } });
     if (!key) return null;
     return { accountId: key.accountId, keyId: key.id, role: key.role, agentId: key.agentId };
   }

@@ -5,13 +5,13 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import {
   jsonSchemaTransform,
   jsonSchemaTransformObject,
-  serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { decorateIdentity } from '../auth';
 import { installErrorHandling } from './problem';
+import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
 
 export interface OpenApiDoc {
@@ -82,7 +82,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializerCompiler);
   decorateIdentity(app);
   installErrorHandling(app);
   app.addHook('onRequest', async (request, reply) => {

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import { AppError } from '@estate/platform/errors';
 import type { FastifyInstance } from 'fastify';
-import { bearerOf } from './authenticate';
+import { keyHashOf } from './authenticate';
 
 /**
  * Per-key limits on `/v1` (per client address for requests without a key), with the IETF
@@ -17,8 +16,8 @@ export async function installRateLimit(app: FastifyInstance, perMinute: number):
     enableDraftSpec: true,
     allowList: (request) => !request.url.startsWith('/v1'),
     keyGenerator: (request) => {
-      const secret = bearerOf(request.headers.authorization);
-      return secret ? `key:${createHash('sha256').update(secret).digest('base64url')}` : `ip:${request.ip}`;
+      const hash = keyHashOf(request);
+      return hash ? `key:${hash}` : `ip:${request.ip}`;
     },
     errorResponseBuilder: (_request, context) =>
       new AppError('rate_limited', `Rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`),
