@@ -66,10 +66,17 @@ done
 mkdir -p "$RUN_DIR/logs" "$RUN_DIR/pids" "$CACHE_DIR"
 chmod 755 "$RUN_DIR"
 
-# Serialise concurrent runs (two shells running up.sh at once).
+# Serialise concurrent runs (two shells running up.sh at once). The engines we
+# start never inherit this descriptor (see spawn), so the lock ends with this run.
+LOCK_FILE="$RUN_DIR/pids/up.lock"
 if command -v flock >/dev/null 2>&1; then
-	exec 9>"$RUN_DIR/.up.lock"
-	flock -w 600 9 || die "could not lock $RUN_DIR/.up.lock"
+	exec 9>"$LOCK_FILE"
+	if ! flock -w "${ENGINES_LOCK_TIMEOUT:-300}" 9; then
+		holders="$(exec 9>&-; for fd in /proc/[0-9]*/fd/*; do
+			[ "$(readlink "$fd" 2>/dev/null)" = "$LOCK_FILE" ] && { p="${fd#/proc/}"; echo "${p%%/*}"; }
+		done | sort -u | grep -vx "$$" | tr '\n' ' ' || true)"
+		die "could not lock $LOCK_FILE within ${ENGINES_LOCK_TIMEOUT:-300}s; held by pid(s): ${holders:-?}"
+	fi
 fi
 
 # ---------------------------------------------------------------- helpers
@@ -111,7 +118,7 @@ spawn() {
 	local logfile="$1" pidfile="$2" fd
 	shift 2
 	(
-		for fd in /proc/$BASHPID/fd/*; do
+		for fd in "/proc/$BASHPID/fd/"*; do
 			fd="${fd##*/}"
 			[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
 		done
@@ -264,7 +271,7 @@ es_download() {
 		mv -f "$zip.part" "$zip"
 	fi
 	log "es: unpacking into $ES_CACHE/home"
-	rm -rf "$ES_CACHE/home" "$ES_CACHE/unpack"
+	rm -rf "${ES_CACHE:?}/home" "${ES_CACHE:?}/unpack"
 	mkdir -p "$ES_CACHE/unpack"
 	unzip -q "$zip" -d "$ES_CACHE/unpack"
 	mv "$ES_CACHE/unpack/elasticsearch-$ES_VERSION" "$ES_CACHE/home"
