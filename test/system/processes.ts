@@ -15,8 +15,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Builds the bundles the processes run (esbuild: about a second). */
+/** Builds the bundles the processes run (esbuild: about a second), unless the Jest global setup did. */
 export function buildDist(): void {
+  if (process.env.ESTATE_DIST_BUILT === '1') return;
   execFileSync(process.execPath, [join(ROOT, 'tools', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }
 

@@ -1,5 +1,21 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { engineUrl, type EngineVar } from './engines';
+
+/**
+ * System tests run the bundled processes: build them once here, before the workers start, so
+ * parallel test files never rebuild `dist/` under each other's feet.
+ */
+function buildProcessesOnce(): void {
+  try {
+    execFileSync(process.execPath, [join(__dirname, '..', '..', '..', 'tools', 'build.mjs')], { stdio: 'inherit' });
+    process.env.ESTATE_DIST_BUILT = '1';
+  } catch {
+    // Left to the system tests, which build again and fail with the bundler's message.
+    process.stderr.write('[setup] building dist/ failed; system tests will retry the build\n');
+  }
+}
 
 /**
  * When an engine URL is missing and a Docker engine is reachable, start that engine with
@@ -7,6 +23,7 @@ import { engineUrl, type EngineVar } from './engines';
  * suites then skip loudly, or fail under REQUIRE_ENGINES=1.
  */
 export default async function globalSetup(): Promise<void> {
+  buildProcessesOnce();
   const missing = (['MONGODB_URL', 'NATS_URL', 'ELASTICSEARCH_URL'] as EngineVar[]).filter((v) => !engineUrl(v));
   const dockerReachable = !!process.env.DOCKER_HOST || existsSync('/var/run/docker.sock');
   if (missing.length === 0 || !dockerReachable || process.env.TESTCONTAINERS_DISABLED === '1') return;
