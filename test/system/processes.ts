@@ -1,8 +1,11 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { REPO_ROOT } from '@estate/testing';
 
-const ROOT = join(__dirname, '..', '..');
+export { buildDist } from '@estate/testing';
+
+const ROOT = REPO_ROOT;
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -13,12 +16,6 @@ export async function freePort(): Promise<number> {
     });
     srv.on('error', reject);
   });
-}
-
-/** Builds the bundles the processes run (esbuild: about a second), unless the Jest global setup did. */
-export function buildDist(): void {
-  if (process.env.ESTATE_DIST_BUILT === '1') return;
-  execFileSync(process.execPath, [join(ROOT, 'tools', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }
 
 export interface RunningService {

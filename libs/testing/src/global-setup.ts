@@ -1,6 +1,5 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { buildDist } from './build';
 import { engineUrl, type EngineVar } from './engines';
 
 /**
@@ -9,7 +8,7 @@ import { engineUrl, type EngineVar } from './engines';
  */
 function buildProcessesOnce(): void {
   try {
-    execFileSync(process.execPath, [join(__dirname, '..', '..', '..', 'tools', 'build.mjs')], { stdio: 'inherit' });
+    buildDist();
     process.env.ESTATE_DIST_BUILT = '1';
   } catch {
     // Left to the system tests, which build again and fail with the bundler's message.

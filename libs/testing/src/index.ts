@@ -1,3 +1,5 @@
 export * from './engines';
 export * from './http';
 export * from './listing-fixture';
+export * from './sse';
+export * from './build';
