@@ -1,6 +1,6 @@
 // Bundles each process entry point into dist/ (dependencies stay external in node_modules).
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 
 const entries = {
   'apps/embedded/main': 'apps/embedded/src/main.ts',
@@ -12,8 +12,7 @@ const entries = {
   'tools/bench/main': 'tools/bench/src/main.ts',
 };
 
-const { existsSync } = await import('node:fs');
-rmSync('dist', { recursive: true, force: true });
+// Outputs are overwritten in place (no wipe first): processes already running from dist/ keep working.
 await build({
   entryPoints: Object.fromEntries(Object.entries(entries).filter(([, src]) => existsSync(src))),
   outdir: 'dist',
