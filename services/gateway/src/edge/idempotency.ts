@@ -29,6 +29,8 @@ export function installIdempotency(app: FastifyInstance, records: DocumentCollec
   app.addHook('preHandler', async (request, reply) => {
     const key = request.headers['idempotency-key'];
     if (request.method !== 'POST' || key === undefined || !request.identity) return;
+    // Uploads stream through without being read here, so there is no body to fingerprint.
+    if (request.headers['content-type']?.startsWith('multipart/')) return;
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw new AppError('validation_failed', 'Idempotency-Key must be 1 to 255 characters', { errors: [{ path: 'Idempotency-Key', message: 'must be 1 to 255 characters' }] });
     }
