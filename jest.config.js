@@ -16,6 +16,8 @@ module.exports = {
     '^@estate/testing$': '<rootDir>/libs/testing/src/index.ts',
     '^@estate/bus$': '<rootDir>/libs/bus/src/index.ts',
     '^@estate/bus/(.*)$': '<rootDir>/libs/bus/src/$1.ts',
+    '^@estate/blobs$': '<rootDir>/libs/blobs/src/index.ts',
+    '^@estate/search$': '<rootDir>/libs/search/src/index.ts',
     '^@estate/embedded$': '<rootDir>/apps/embedded/src/index.ts',
     '^@estate/(listings|media|leads|gateway)$': '<rootDir>/services/$1/src/index.ts',
   },

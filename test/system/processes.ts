@@ -71,3 +71,28 @@ export async function stopAll(services: RunningService[], graceMs = 10_000): Pro
     ),
   );
 }
+
+/** What the listings process needs for its search index: the engine, and an index (alias) of this run's own. */
+export function searchEnv(elasticsearchUrl: string, run: string): Record<string, string> {
+  return { ELASTICSEARCH_URL: elasticsearchUrl, ELASTICSEARCH_INDEX: `sys-${run}-listings` };
+}
+
+/** Drops the indices behind a run's alias (by name: wildcard deletes may be refused). */
+export async function dropSearchIndex(elasticsearchUrl: string, run: string): Promise<void> {
+  const res = await fetch(`${elasticsearchUrl}/sys-${run}-listings-*`);
+  if (!res.ok) return;
+  for (const index of Object.keys((await res.json()) as Record<string, unknown>)) await fetch(`${elasticsearchUrl}/${index}`, { method: 'DELETE' });
+}
+
+/** Polls `check` until it stops throwing: for what a projection (the search index) shows a moment after a write. */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() - start > timeoutMs) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}

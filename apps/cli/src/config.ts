@@ -5,12 +5,24 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   MONGODB_URL: z.string().url().optional(),
   GATEWAY_MONGODB_DATABASE: z.string().min(1).default('estate_gateway'),
+  LISTINGS_MONGODB_DATABASE: z.string().min(1).default('estate_listings'),
+  ELASTICSEARCH_URL: z.string().url().optional(),
+  ELASTICSEARCH_INDEX: z.string().min(1).default('estate-listings'),
 });
 
 /** With MONGODB_URL the CLI works on the distributed profile's database; otherwise on DATA_DIR. */
-export type CliTarget = { kind: 'embedded'; dataDir: string } | { kind: 'distributed'; mongodbUrl: string; database: string };
+export type CliTarget =
+  | { kind: 'embedded'; dataDir: string }
+  | { kind: 'distributed'; mongodbUrl: string; database: string; listingsDatabase: string; elasticsearchUrl?: string; elasticsearchIndex: string };
 
 export function loadTarget(env: NodeJS.ProcessEnv): CliTarget {
   const e = parseEnv(schema, env);
-  return e.MONGODB_URL ? { kind: 'distributed', mongodbUrl: e.MONGODB_URL, database: e.GATEWAY_MONGODB_DATABASE } : { kind: 'embedded', dataDir: e.DATA_DIR };
+  return e.MONGODB_URL ? {
+        kind: 'distributed',
+        mongodbUrl: e.MONGODB_URL,
+        database: e.GATEWAY_MONGODB_DATABASE,
+        listingsDatabase: e.LISTINGS_MONGODB_DATABASE,
+        elasticsearchUrl: e.ELASTICSEARCH_URL,
+        elasticsearchIndex: e.ELASTICSEARCH_INDEX,
+      } : { kind: 'embedded', dataDir: e.DATA_DIR };
 }

@@ -2,9 +2,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { apiKeyCreate } from '@estate/contracts/accounts';
 import { composeGateway } from '@estate/gateway';
+import { reindexListings } from '@estate/listings';
 import { exitOnConfigError } from '@estate/platform/config';
 import { AppError } from '@estate/platform/errors';
 import { createLogger } from '@estate/platform/logging';
+import { ElasticsearchListingIndex, MemoryListingIndex } from '@estate/search';
 import { MongoDocumentStore, NedbDocumentStore, lockDataDir, type DocumentStore } from '@estate/store';
 import { loadTarget, type CliTarget } from './config';
 
@@ -16,9 +18,42 @@ const USAGE = `Usage: npm run cli -- <command>
                                                 create a key and print its secret (shown once)
   keys list [--account <id>]                    list keys (never secrets)
   keys revoke <keyId> [--account <id>]          revoke a key at once
+  reindex                                       rebuild the listing search index from the listings store
 
 Works offline on DATA_DIR (default ./data; stop the server first), or on the distributed
-profile's database when MONGODB_URL is set. --account defaults to the default account.`;
+profile's database when MONGODB_URL is set. --account defaults to the default account.
+reindex on the distributed profile also needs ELASTICSEARCH_URL (and reads LISTINGS_MONGODB_DATABASE,
+ELASTICSEARCH_INDEX); the services may keep running meanwhile.`;
+
+/** Rebuilds the search index from the listings store (see docs/decisions/0010). */
+async function reindex(target: CliTarget): Promise<number> {
+  const log = createLogger({ service: 'cli', level: 'warn' });
+  if (target.kind === 'embedded') {
+    // The embedded server holds its index in memory and rebuilds it like this at every start;
+    // here the rebuild checks that every stored listing indexes, and counts them.
+    const release = lockDataDir(target.dataDir);
+    const store = new NedbDocumentStore(join(target.dataDir, 'listings'));
+    try {
+      const report = await reindexListings(store, new MemoryListingIndex());
+      process.stdout.write(`${report.indexed} listings indexed (in memory: the embedded server rebuilds its index from the store at every start)\n`);
+      return 0;
+    } finally {
+      await store.close();
+      release();
+    }
+  }
+  if (!target.elasticsearchUrl) throw new AppError('validation_failed', 'Set ELASTICSEARCH_URL to reindex the distributed profile');
+  const store = await MongoDocumentStore.connect(target.mongodbUrl, { dbName: target.listingsDatabase });
+  const index = ElasticsearchListingIndex.connect(target.elasticsearchUrl, { alias: target.elasticsearchIndex, log });
+  try {
+    const report = await reindexListings(store, index);
+    process.stdout.write(`${report.indexed} listings indexed into ${target.elasticsearchIndex}; ${report.removed} gone meanwhile removed\n`);
+    return 0;
+  } finally {
+    await index.close();
+    await store.close();
+  }
+}
 
 async function openStore(target: CliTarget): Promise<{ store: DocumentStore; release: () => void }> {
   if (target.kind === 'distributed') {
@@ -45,6 +80,7 @@ async function run(argv: string[]): Promise<number> {
   } catch (err) {
     exitOnConfigError(err);
   }
+  if (area === 'reindex') return reindex(target);
   const { store, release } = await openStore(target);
   const gateway = await composeGateway({ store, log: createLogger({ service: 'cli', level: 'warn' }) });
   const access = gateway.access;

@@ -1,10 +1,12 @@
 import { join } from 'node:path';
+import { FsBlobStore } from '@estate/blobs';
 import { MemoryBus } from '@estate/bus';
-import { composeGateway, installGatewayEdge, type BootstrapResult } from '@estate/gateway';
+import { composeGateway, installGatewayEdge, jobEventsRoutes, type BootstrapResult, type JobsReader } from '@estate/gateway';
 import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp } from '@estate/media';
 import { createHttpApp } from '@estate/platform/http';
+import type { ListingIndex } from '@estate/search';
 import { NedbDocumentStore, lockDataDir } from '@estate/store';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -12,6 +14,8 @@ import type { EmbeddedConfig } from './config';
 
 export interface EmbeddedProduct {
   app: FastifyInstance;
+  /** The listings search index (the bench seeds it directly). */
+  listingIndex: ListingIndex;
   /** What the first start created: the default account and the keys generated (to be shown once). */
   boot: BootstrapResult;
   close(): Promise<void>;
@@ -21,7 +25,12 @@ export interface EmbeddedProduct {
  * The embedded profile: the four services in one process, each with its own NeDB folder under
  * DATA_DIR, talking over the in-process bus, behind the gateway's edge on one HTTP server.
  */
-export async function composeEmbedded(config: EmbeddedConfig, log: Logger): Promise<EmbeddedProduct> {
+export async function composeEmbedded(
+  config: EmbeddedConfig,
+  log: Logger,
+  /** The listings search index; the in-process one unless given (the bench puts Elasticsearch behind the same edge). */
+  options: { listingIndex?: ListingIndex } = {},
+): Promise<EmbeddedProduct> {
   const releaseLock = lockDataDir(config.dataDir);
   const bus = new MemoryBus(log.child({ component: 'bus' }));
   const stores = {
@@ -31,8 +40,8 @@ export async function composeEmbedded(config: EmbeddedConfig, log: Logger): Prom
     leads: new NedbDocumentStore(join(config.dataDir, 'leads')),
   };
   const gateway = await composeGateway({ store: stores.gateway, log });
-  const listings = await composeListings({ store: stores.listings, bus, log });
-  const media = await composeMedia({ store: stores.media, bus, log });
+  const listings = await composeListings({ store: stores.listings, bus, log, index: options.listingIndex });
+  const media = await composeMedia({ store: stores.media, bus, blobs: await FsBlobStore.open(join(config.dataDir, 'media', 'files')), log });
   const leads = await composeLeads({ store: stores.leads, bus, log });
   const runtimes = [gateway, listings, media, leads];
 
@@ -42,11 +51,14 @@ export async function composeEmbedded(config: EmbeddedConfig, log: Logger): Prom
     service: 'embedded',
     logger: log,
     bodyLimit: 5 * 1024 * 1024,
-    readiness: { bus: () => bus.ping(), ...Object.fromEntries(Object.entries(stores).map(([name, s]) => [`store:${name}`, () => s.ping()])) },
+    readiness: { bus: () => bus.ping(), ...listings.readiness, ...Object.fromEntries(Object.entries(stores).map(([name, s]) => [`store:${name}`, () => s.ping()])) },
     openapi: { title: 'Estate listings and leads API', description: 'Listings, media and lead management for brokerages, portals and CRMs.' },
   });
   await installGatewayEdge(app, gateway, { rateLimitPerMinute: config.rateLimitPerMinute });
-  await app.register(listingsApp, { service: listings.service });
+  await app.register(listingsApp, { service: listings.service, bulk: listings.bulk });
+  // The gateway's job event stream reads jobs with a direct call here (over HTTP when distributed).
+  const jobs: JobsReader = { get: (who, jobId) => listings.bulk.get(who, jobId) };
+  await app.register(jobEventsRoutes, { bus, jobs });
   await app.register(mediaApp, { runtime: media });
   await app.register(leadsApp, { runtime: leads });
   await app.ready();
@@ -55,6 +67,7 @@ export async function composeEmbedded(config: EmbeddedConfig, log: Logger): Prom
   return {
     app,
     boot,
+    listingIndex: listings.index,
     async close() {
       await app.close();
       for (const r of [...runtimes].reverse()) await r.stop();

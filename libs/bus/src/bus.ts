@@ -31,6 +31,11 @@ export interface SubscribeOptions {
   maxDeliver?: number;
   /** How long a delivery may run before it is considered lost and redelivered. */
   ackWaitMs?: number;
+  /**
+   * Messages pulled ahead of the one being handled (NATS; the in-process bus hands out one at a
+   * time). 1 for long jobs: a prefetched job would sit out its ack wait behind the running one.
+   */
+  prefetch?: number;
 }
 
 export interface Subscription {

@@ -118,7 +118,9 @@ export class MemoryBus implements Bus {
           return;
         }
         const delay = err instanceof RetryLater ? Math.min(err.delayMs, 5000) : Math.min(this.retryBaseMs * 2 ** (attempt - 1), 5000);
-        this.log.warn({ err, durable, subject: message.subject, attempt, requestId: message.requestId }, 'handler failed; redelivering');
+        // A RetryLater is the handler's own choice (wait for a lease, hand work back), not a failure.
+        if (err instanceof RetryLater) this.log.debug({ reason: err.message, durable, subject: message.subject, attempt, requestId: message.requestId }, 'handler deferred the message; redelivering');
+        else this.log.warn({ err, durable, subject: message.subject, attempt, requestId: message.requestId }, 'handler failed; redelivering');
         if (this.closed) return;
         await new Promise((r) => setTimeout(r, delay));
       }

@@ -40,6 +40,11 @@ export interface NatsBusOptions {
   consumerInactiveThresholdMs?: number;
   /** Messages pulled ahead of the one being handled, per subscription. */
   prefetch?: number;
+  /**
+   * Keeps deployments that share one NATS server apart (staging beside production, parallel test
+   * stacks): subjects get a `<namespace>.` prefix and streams a `<namespace>_` prefix.
+   */
+  namespace?: string;
 }
 
 const REQUEST_ID = 'x-request-id';
@@ -57,11 +62,27 @@ function streamOf(subject: Subject): StreamName {
   return subjects[subject].stream as StreamName;
 }
 
-function desiredStream(name: StreamName): StreamConfig {
+/** Subject and stream names as they are on the server, for a namespace (or none). */
+class Names {
+  constructor(private readonly namespace?: string) {
+    if (namespace !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(namespace)) throw new Error(`invalid NATS namespace "${namespace}"`);
+  }
+  subject(s: string): string {
+    return this.namespace ? `${this.namespace}.${s}` : s;
+  }
+  local(s: string): string {
+    return this.namespace && s.startsWith(`${this.namespace}.`) ? s.slice(this.namespace.length + 1) : s;
+  }
+  stream(name: StreamName): string {
+    return this.namespace ? `${this.namespace}_${name}` : name;
+  }
+}
+
+function desiredStream(name: StreamName, names: Names): StreamConfig {
   const def = streams[name] as { subjects: readonly string[]; workQueue: boolean };
   return {
-    name,
-    subjects: [...def.subjects],
+    name: names.stream(name),
+    subjects: def.subjects.map((x) => names.subject(x)),
     retention: def.workQueue ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
     storage: StorageType.File,
     // A work queue keeps a job until it is acknowledged; event streams keep a week of history.
@@ -95,6 +116,7 @@ export class NatsBus implements Bus {
   private readonly listeners = new Set<CoreSubscription>();
   private closing?: Promise<void>;
   private readonly multiFilter: boolean;
+  private readonly names: Names;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -104,6 +126,7 @@ export class NatsBus implements Bus {
   ) {
     // Several filter subjects on one consumer need NATS 2.10.
     this.multiFilter = versionAtLeast(nc.info?.version, [2, 10, 0]);
+    this.names = new Names(opts.namespace);
   }
 
   static async connect(url: string, opts: NatsBusOptions): Promise<NatsBus> {
@@ -133,7 +156,7 @@ export class NatsBus implements Bus {
     if (!def) throw new Error(`unknown subject ${subject}`);
     const parsed = def.schema.parse(payload) as { eventId?: string };
     const msgID = options.msgId ?? parsed.eventId;
-    const ack = await this.js.publish(subject, JSON.stringify(parsed), {
+    const ack = await this.js.publish(this.names.subject(subject), JSON.stringify(parsed), {
       ...(msgID ? { msgID } : {}),
       headers: this.headersFor(options.requestId),
     });
@@ -155,10 +178,11 @@ export class NatsBus implements Bus {
     const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
 
     await this.ensureConsumer(stream, options.durable, [...wanted], maxDeliver, ackWaitMs);
-    const consumer = await this.js.consumers.get(stream, options.durable);
-    const messages: ConsumerMessages = await consumer.consume({ max_messages: this.opts.prefetch ?? DEFAULT_PREFETCH });
+    const consumer = await this.js.consumers.get(this.names.stream(stream), options.durable);
+    const messages: ConsumerMessages = await consumer.consume({ max_messages: options.prefetch ?? this.opts.prefetch ?? DEFAULT_PREFETCH });
     const log = this.opts.log.child({ durable: options.durable, stream });
-    void this.logConsumerStatus(messages, log);
+    let busy = false;
+    void this.logConsumerStatus(messages, log, () => busy);
 
     let stopping = false;
     const loop = (async () => {
@@ -168,7 +192,12 @@ export class NatsBus implements Bus {
           this.settle(m, (x) => x.nak(), log);
           continue;
         }
-        await this.handle(m, wanted, maxDeliver, ackWaitMs, handler as (message: BusMessage<Subject>) => Promise<void>, log);
+        busy = true;
+        try {
+          await this.handle(m, wanted, maxDeliver, ackWaitMs, handler as (message: BusMessage<Subject>) => Promise<void>, log);
+        } finally {
+          busy = false;
+        }
       }
     })().catch((err: unknown) => log.error({ err }, 'consumer loop failed'));
 
@@ -190,21 +219,21 @@ export class NatsBus implements Bus {
   notify(subject: string, data: unknown, options: { requestId?: string } = {}): void {
     if (this.closing || this.nc.isClosed()) return;
     try {
-      this.nc.publish(subject, JSON.stringify(data), { headers: this.headersFor(options.requestId) });
+      this.nc.publish(this.names.subject(subject), JSON.stringify(data), { headers: this.headersFor(options.requestId) });
     } catch (err) {
       this.opts.log.warn({ err, subject }, 'transient notification not sent');
     }
   }
 
   listen(subject: string, handler: (data: unknown, subject: string) => void): Subscription {
-    const sub = this.nc.subscribe(subject, {
+    const sub = this.nc.subscribe(this.names.subject(subject), {
       callback: (err, msg) => {
         if (err) {
           this.opts.log.warn({ err, subject }, 'transient subscription failed');
           return;
         }
         try {
-          handler(msg.json<unknown>(), msg.subject);
+          handler(msg.json<unknown>(), this.names.local(msg.subject));
         } catch (e) {
           this.opts.log.warn({ err: e, subject: msg.subject }, 'transient listener failed');
         }
@@ -257,7 +286,7 @@ export class NatsBus implements Bus {
     handler: (message: BusMessage<Subject>) => Promise<void>,
     log: Logger,
   ): Promise<void> {
-    const subject = m.subject as Subject;
+    const subject = this.names.local(m.subject) as Subject;
     if (!wanted.has(subject)) {
       // Only on servers without multi-subject filters, where the consumer sees the whole stream.
       this.settle(m, (x) => x.ack(), log);
@@ -287,7 +316,9 @@ export class NatsBus implements Bus {
         this.settle(m, (x) => x.term(), log);
       } else {
         const delay = err instanceof RetryLater ? err.delayMs : Math.min((this.opts.retryBaseMs ?? 1000) * 2 ** (deliveryCount - 1), MAX_BACKOFF_MS);
-        log.warn({ err, subject, requestId, deliveryCount, delayMs: delay }, 'handler failed; redelivering');
+        // A RetryLater is the handler's own choice (wait for a lease, hand work back), not a failure.
+        if (err instanceof RetryLater) log.debug({ reason: err.message, subject, requestId, deliveryCount, delayMs: delay }, 'handler deferred the message; redelivering');
+        else log.warn({ err, subject, requestId, deliveryCount, delayMs: delay }, 'handler failed; redelivering');
         this.settle(m, (x) => x.nak(delay), log);
       }
     } finally {
@@ -306,8 +337,9 @@ export class NatsBus implements Bus {
 
   /** Creates the streams of the contracts, or brings their subjects and limits up to date. */
   private async ensureStreams(): Promise<void> {
-    for (const name of Object.keys(streams) as StreamName[]) {
-      const want = desiredStream(name);
+    for (const local of Object.keys(streams) as StreamName[]) {
+      const want = desiredStream(local, this.names);
+      const name = want.name;
       let current: StreamConfig | undefined;
       try {
         current = (await this.jsm.streams.info(name)).config;
@@ -339,14 +371,15 @@ export class NatsBus implements Bus {
 
   /** Creates the durable pull consumer or updates the settings that may change. */
   private async ensureConsumer(stream: StreamName, durable: string, list: Subject[], maxDeliver: number, ackWaitMs: number): Promise<void> {
-    const streamSubjects = desiredStream(stream).subjects;
+    const streamSubjects = desiredStream(stream, this.names).subjects;
+    const serverSubjects = list.map((x) => this.names.subject(x));
     // Both keys are always given (one undefined, dropped from the JSON) so an update replaces the
     // other form of filter left in the existing config; the server refuses both at once.
     const filter: Partial<ConsumerConfig> =
       list.length === 1
-        ? { filter_subject: list[0], filter_subjects: undefined }
+        ? { filter_subject: serverSubjects[0], filter_subjects: undefined }
         : this.multiFilter
-          ? { filter_subject: undefined, filter_subjects: list }
+          ? { filter_subject: undefined, filter_subjects: serverSubjects }
           : // Pre-2.10 server: one consumer cannot filter on several subjects; it reads the whole
             // stream and the subjects outside the subscription are acknowledged unseen.
             { filter_subject: streamSubjects.length === 1 ? streamSubjects[0] : undefined, filter_subjects: undefined };
@@ -363,11 +396,11 @@ export class NatsBus implements Bus {
       ...changeable,
     } as ConsumerConfig;
     try {
-      await this.jsm.consumers.add(stream, config);
+      await this.jsm.consumers.add(this.names.stream(stream), config);
     } catch (addErr) {
       // It exists with other settings (or was created by a replica a moment ago): update it.
       try {
-        await this.jsm.consumers.update(stream, durable, changeable);
+        await this.jsm.consumers.update(this.names.stream(stream), durable, changeable);
       } catch (updateErr) {
         throw new Error(`cannot create or update consumer ${durable} on ${stream}: ${(addErr as Error).message}; ${(updateErr as Error).message}`, {
           cause: updateErr,
@@ -376,10 +409,12 @@ export class NatsBus implements Bus {
     }
   }
 
-  private async logConsumerStatus(messages: ConsumerMessages, log: Logger): Promise<void> {
+  private async logConsumerStatus(messages: ConsumerMessages, log: Logger, busy: () => boolean): Promise<void> {
     try {
       for await (const s of messages.status()) {
-        if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'stream_not_found' || s.type === 'consumer_deleted') {
+        // The next pull waits for the handler to return, so a long handler (a bulk job) misses heartbeats by design.
+        if (s.type === 'heartbeats_missed' && busy()) log.debug({ status: s.type }, 'jetstream consumer status while the handler runs');
+        else if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'stream_not_found' || s.type === 'consumer_deleted') {
           log.warn({ status: s.type }, 'jetstream consumer status');
         }
       }

@@ -1,11 +1,11 @@
 import { describeWithEngines } from '@estate/testing';
-import { subjects, type Subject } from '@estate/contracts/events';
+import { streams, subjects, type Subject } from '@estate/contracts/events';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import type { Bus } from '../src/bus';
 import { NatsBus } from '../src/nats.bus';
-import { busContract } from './bus.contract';
+import { busContract, waitFor } from './bus.contract';
 
 describeWithEngines('nats bus', ['NATS_URL'], (urls) => {
   busContract('nats (NATS_URL)', () => {
@@ -49,5 +49,39 @@ describeWithEngines('nats bus', ['NATS_URL'], (urls) => {
         }
       },
     };
+  });
+});
+
+describeWithEngines('nats bus namespaces', ['NATS_URL'], (urls) => {
+  it('keeps deployments that share a server apart, and joins replicas of one deployment', async () => {
+    const log = pino({ level: 'silent' });
+    const suffix = Math.random().toString(36).slice(2, 8);
+    const open = (namespace: string) => NatsBus.connect(urls.NATS_URL, { log, namespace, consumerInactiveThresholdMs: 60_000 });
+    const a1 = await open(`nsA${suffix}`);
+    const a2 = await open(`nsA${suffix}`);
+    const b = await open(`nsB${suffix}`);
+    try {
+      const got = { a: [] as string[], b: [] as string[], transientB: 0 };
+      await a2.subscribe(['listings.listing.deleted'], { durable: 'indexer' }, async (m) => void got.a.push(m.payload.listingId));
+      await b.subscribe(['listings.listing.deleted'], { durable: 'indexer' }, async (m) => void got.b.push(m.payload.listingId));
+      b.listen('jobs.*.progress', () => void got.transientB++);
+      const seenA: string[] = [];
+      a2.listen('jobs.*.progress', (_d, subject) => void seenA.push(subject));
+      await new Promise((r) => setTimeout(r, 100));
+      await a1.publish('listings.listing.deleted', { eventId: `e-${suffix}`, accountId: 'acc', listingId: 'lst_a', version: 1, occurredAt: new Date().toISOString() });
+      a1.notify('jobs.j1.progress', { processed: 1 });
+      await waitFor(() => got.a.length === 1 && seenA.length === 1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(got).toEqual({ a: ['lst_a'], b: [], transientB: 0 });
+      expect(seenA).toEqual(['jobs.j1.progress']);
+    } finally {
+      await Promise.all([a1.close(), a2.close(), b.close()]);
+      const nc = await connect({ servers: urls.NATS_URL });
+      const jsm = await jetstreamManager(nc);
+      for (const ns of [`nsA${suffix}`, `nsB${suffix}`]) {
+        for (const name of Object.keys(streams)) await jsm.streams.delete(`${ns}_${name}`).catch(() => undefined);
+      }
+      await nc.close();
+    }
   });
 });

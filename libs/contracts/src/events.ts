@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { listing } from './listings';
+import { activity, activityCommandBody, assignment, leadEventView } from './leads';
+import { listing, listingMediaSummary } from './listings';
+import { mediaChanges } from './media';
 
 /** Fields every durable event carries. */
 export const eventBase = {
@@ -16,6 +18,24 @@ export const listingChanged = z.object({
 });
 export const listingDeleted = z.object({ ...eventBase, listingId: z.string() });
 
+/** Command: a stored bulk job is ready for a worker (`version` is always 1: a job is submitted once). */
+export const bulkJobSubmitted = z.object({ ...eventBase, jobId: z.string() });
+
+/** The listing's media summary after a media change; `version` is the listing's media revision (older states are ignored). */
+export const mediaChanged = z.object({ ...eventBase, listingId: z.string(), change: z.enum(mediaChanges), mediaIds: z.array(z.string()), summary: listingMediaSummary });
+
+/** Command: make the renditions of one uploaded image (`version`: the media item's when queued). */
+export const imageProcess = z.object({ ...eventBase, listingId: z.string(), mediaId: z.string() });
+
+/** A lead created, or its contact fields, status or tags changed (`changes` names them). */
+export const leadChanged = z.object({ ...eventBase, leadId: z.string(), lead: leadEventView, changes: z.array(z.string()) });
+export const leadAssigned = z.object({ ...eventBase, leadId: z.string(), agentId: z.string().nullable(), previousAgentId: z.string().nullable(), assignment: assignment.nullable() });
+export const leadScored = z.object({ ...eventBase, leadId: z.string(), score: z.number(), previousScore: z.number(), scoreSource: z.enum(['engine', 'manual']) });
+/** An activity on a lead's timeline (`version` is always 1: activities never change; `leadVersion` is the lead's after it). */
+export const activityRecorded = z.object({ ...eventBase, leadId: z.string(), leadVersion: z.number().int(), activityId: z.string(), activity });
+/** Command: record an activity on a lead, once per `eventId` (`version` is always 1). */
+export const activityRecord = z.object({ ...eventBase, leadId: z.string(), source: z.string().min(1).max(64).describe('The publishing service'), activity: activityCommandBody });
+
 /**
  * Every subject, its payload schema and the JetStream stream that holds it.
  * `publish`/`subscribe` are typed from this map and validate against it at run time.
@@ -24,6 +44,15 @@ export const subjects = {
   'listings.listing.created': { schema: listingChanged, stream: 'LISTINGS' },
   'listings.listing.updated': { schema: listingChanged, stream: 'LISTINGS' },
   'listings.listing.deleted': { schema: listingDeleted, stream: 'LISTINGS' },
+  'listings.bulk-job.submitted': { schema: bulkJobSubmitted, stream: 'LISTINGS_BULK_JOBS' },
+  'media.media.changed': { schema: mediaChanged, stream: 'MEDIA' },
+  'media.image.process': { schema: imageProcess, stream: 'MEDIA_JOBS' },
+  'leads.lead.created': { schema: leadChanged, stream: 'LEADS' },
+  'leads.lead.updated': { schema: leadChanged, stream: 'LEADS' },
+  'leads.lead.assigned': { schema: leadAssigned, stream: 'LEADS' },
+  'leads.lead.scored': { schema: leadScored, stream: 'LEADS' },
+  'leads.activity.recorded': { schema: activityRecorded, stream: 'LEADS' },
+  'leads.activity.record': { schema: activityRecord, stream: 'LEADS_COMMANDS' },
 } as const;
 
 export type Subject = keyof typeof subjects;
@@ -32,5 +61,10 @@ export type EventPayload<S extends Subject> = z.infer<(typeof subjects)[S]['sche
 /** JetStream streams: which subjects each captures and whether it is a work queue (one delivery per message). */
 export const streams = {
   LISTINGS: { subjects: ['listings.listing.>'], workQueue: false },
+  LISTINGS_BULK_JOBS: { subjects: ['listings.bulk-job.submitted'], workQueue: true },
+  MEDIA: { subjects: ['media.media.>'], workQueue: false },
+  MEDIA_JOBS: { subjects: ['media.image.process'], workQueue: true },
+  LEADS: { subjects: ['leads.lead.>', 'leads.activity.recorded'], workQueue: false },
+  LEADS_COMMANDS: { subjects: ['leads.activity.record'], workQueue: true },
 } as const;
 export type StreamName = keyof typeof streams;

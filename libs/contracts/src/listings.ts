@@ -142,20 +142,80 @@ export const listing = z
 export type Listing = z.infer<typeof listing>;
 
 export const listingSortFields = ['listPrice', 'listedAt', 'updatedAt', 'createdAt'] as const;
+export type ListingSortField = (typeof listingSortFields)[number];
 
-export const listingSearchQuery = z.strictObject({
-  ...pageQuery,
-  sort: sortParam(listingSortFields),
-  status: commaList(listingStatus),
-  propertyType: commaList(propertyType),
-  city: single(z.string().trim().min(1).max(100).optional()),
-  stateOrProvince: single(z.string().trim().min(1).max(100).optional()),
-  postalCode: single(z.string().trim().min(1).max(20).optional()),
-  source: single(z.string().trim().min(1).max(64).optional()),
-  externalId: single(z.string().trim().min(1).max(128).optional()),
-  minPrice: single(z.coerce.number().min(0).optional()),
-  maxPrice: single(z.coerce.number().min(0).optional()),
-});
+/** Fields `?facets=` can count. */
+export const listingFacets = ['status', 'propertyType', 'city'] as const;
+export type ListingFacet = (typeof listingFacets)[number];
+
+/** Half the Earth's circumference: every point is within this distance of any other. */
+const MAX_RADIUS_KM = 20_038;
+
+/** A comma-separated list of exactly `names.length` numbers, each within its bounds. */
+function numberTuple<const K extends readonly string[]>(names: K, bounds: Record<K[number], [number, number]>, example: string) {
+  return z.string().transform((raw, ctx) => {
+    const parts = raw.split(',').map((p) => p.trim());
+    const values = parts.map(Number);
+    if (parts.length !== names.length || parts.some((p) => p === '') || values.some((v) => !Number.isFinite(v))) {
+      ctx.addIssue({ code: 'custom', message: `must be ${names.length} numbers separated by commas (${names.join(',')}), e.g. ${example}` });
+      return z.NEVER;
+    }
+    const out = {} as Record<K[number], number>;
+    names.forEach((name: K[number], i) => {
+      const [min, max] = bounds[name];
+      if (values[i] < min || values[i] > max) ctx.addIssue({ code: 'custom', message: `${name} must be between ${min} and ${max}` });
+      out[name] = values[i];
+    });
+    return out;
+  });
+}
+
+const latitude: [number, number] = [-90, 90];
+const longitude: [number, number] = [-180, 180];
+
+export const listingSearchQuery = z
+  .strictObject({
+    ...pageQuery,
+    sort: sortParam(listingSortFields).describe('One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `-` prefix for descending. Default: relevance with `q`, otherwise `-createdAt`. Ties are ordered by id.'),
+    q: single(z.string().trim().min(1).max(200).optional()).describe('Full text over description, address and features; every word must match'),
+    status: commaList(listingStatus),
+    propertyType: commaList(propertyType),
+    city: single(z.string().trim().min(1).max(100).optional()).describe('Whole city name, case ignored'),
+    stateOrProvince: single(z.string().trim().min(1).max(100).optional()),
+    postalCode: single(z.string().trim().min(1).max(20).optional()),
+    source: single(z.string().trim().min(1).max(64).optional()),
+    externalId: single(z.string().trim().min(1).max(128).optional()),
+    minPrice: single(z.coerce.number().min(0).optional()),
+    maxPrice: single(z.coerce.number().min(0).optional()),
+    minBedrooms: single(z.coerce.number().int().min(0).optional()),
+    minBathrooms: single(z.coerce.number().min(0).optional()),
+    minLivingArea: single(z.coerce.number().min(0).optional()).describe('Square feet (listings measured in square metres are converted)'),
+    updatedSince: single(isoDateTime.optional()).describe('Listings changed at or after this instant (ISO 8601)'),
+    near: single(numberTuple(['lat', 'lng'] as const, { lat: latitude, lng: longitude }, '30.27,-97.74').optional()).describe('`lat,lng`; needs `radiusKm`'),
+    radiusKm: single(z.coerce.number().min(0.001).max(MAX_RADIUS_KM).optional()).describe('Distance from `near`, in kilometres'),
+    bbox: single(
+      numberTuple(['minLng', 'minLat', 'maxLng', 'maxLat'] as const, { minLng: longitude, minLat: latitude, maxLng: longitude, maxLat: latitude }, '-97.8,30.2,-97.7,30.3').optional(),
+    ).describe('`minLng,minLat,maxLng,maxLat`; a box with minLng > maxLng crosses the antimeridian'),
+    facets: commaList(z.enum(listingFacets)).describe('Count matches by `status`, `propertyType`, `city`'),
+  })
+  .superRefine((query, ctx) => {
+    if (query.minPrice !== undefined && query.maxPrice !== undefined && query.minPrice > query.maxPrice) {
+      ctx.addIssue({ code: 'custom', path: ['minPrice'], message: 'must not be above maxPrice' });
+    }
+    if (query.radiusKm !== undefined && !query.near) ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'needs near=lat,lng' });
+    if (query.near && query.radiusKm === undefined) ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'is required with near' });
+    if (query.bbox && query.bbox.minLat > query.bbox.maxLat) ctx.addIssue({ code: 'custom', path: ['bbox'], message: 'minLat must not be above maxLat' });
+  });
 export type ListingSearchQuery = z.infer<typeof listingSearchQuery>;
 
-export const listingPage = page(listing).meta({ id: 'ListingPage' });
+export const facetCount = z.object({ value: z.string(), count: z.number().int() });
+
+export const listingPage = page(listing)
+  .extend({
+    facets: z
+      .object({ status: z.array(facetCount).optional(), propertyType: z.array(facetCount).optional(), city: z.array(facetCount).optional() })
+      .optional()
+      .describe('With `?facets=`: counts over every match, most frequent first, at most 50 values each'),
+  })
+  .meta({ id: 'ListingPage' });
+export type ListingPage = z.infer<typeof listingPage>;

@@ -1,4 +1,4 @@
-import { envLogLevel, envPort, envSecret, envUrl, parseEnv } from '@estate/platform/config';
+import { envLogLevel, envNatsNamespace, envPort, envSecret, envUrl, parseEnv } from '@estate/platform/config';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -7,6 +7,7 @@ const schema = z.object({
   MONGODB_URL: envUrl,
   MONGODB_DATABASE: z.string().min(1).default('estate_gateway'),
   NATS_URL: z.string().min(1),
+  NATS_NAMESPACE: envNatsNamespace,
   LISTINGS_URL: envUrl.default('http://127.0.0.1:3001'),
   MEDIA_URL: envUrl.default('http://127.0.0.1:3002'),
   LEADS_URL: envUrl.default('http://127.0.0.1:3003'),
@@ -23,6 +24,7 @@ export interface GatewayConfig {
   mongodbUrl: string;
   mongodbDatabase: string;
   natsUrl: string;
+  natsNamespace?: string;
   upstreams: { listings: string; media: string; leads: string };
   signingSecret: string;
   rateLimitPerMinute: number;
@@ -40,6 +42,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     mongodbUrl: e.MONGODB_URL,
     mongodbDatabase: e.MONGODB_DATABASE,
     natsUrl: e.NATS_URL,
+    natsNamespace: e.NATS_NAMESPACE,
     upstreams: { listings: e.LISTINGS_URL, media: e.MEDIA_URL, leads: e.LEADS_URL },
     signingSecret: e.INTERNAL_SIGNING_SECRET,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,

@@ -10,6 +10,8 @@ import { firstStartBanner } from './access.service';
 import { composeGateway } from './compose';
 import { loadConfig, type GatewayConfig } from './config';
 import { installProxy, upstreamsFor } from './edge/proxy';
+import { jobEventsRoutes } from './jobs/job-events.routes';
+import { HttpJobsReader } from './jobs/jobs.reader';
 
 /** The services' own OpenAPI documents, folded into the gateway's; a service that is down is left out. */
 async function serviceDocuments(urls: string[]): Promise<OpenApiDoc[]> {
@@ -35,7 +37,7 @@ async function main(): Promise<void> {
   }
   const log = createLogger({ service: 'gateway', level: config.logLevel });
   const store = await MongoDocumentStore.connect(config.mongodbUrl, { dbName: config.mongodbDatabase, log });
-  const bus = await NatsBus.connect(config.natsUrl, { log, name: 'gateway' });
+  const bus = await NatsBus.connect(config.natsUrl, { log, name: 'gateway', namespace: config.natsNamespace });
   const runtime = await composeGateway({ store, log });
   const boot = await runtime.access.bootstrap({ adminKey: config.adminApiKey, platformKey: config.platformApiKey });
   const upstreamUrls = Object.values(config.upstreams);
@@ -59,6 +61,8 @@ async function main(): Promise<void> {
     openapi: { title: 'Estate listings and leads API', merge: () => serviceDocuments(upstreamUrls) },
   });
   await installGatewayEdge(app, runtime, { rateLimitPerMinute: config.rateLimitPerMinute });
+  // Served here rather than proxied: the gateway relays the workers' NATS progress notifications.
+  await app.register(jobEventsRoutes, { bus, jobs: new HttpJobsReader({ listingsUrl: config.upstreams.listings, signingSecret: config.signingSecret }) });
   await installProxy(app, { upstreams: upstreamsFor(config.upstreams), signingSecret: config.signingSecret, jsonBodyLimit: 5 * 1024 * 1024, uploadBodyLimit: 600 * 1024 * 1024 });
   await app.ready();
   await runtime.start();

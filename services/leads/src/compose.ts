@@ -1,8 +1,87 @@
-import type { Bus } from '@estate/bus';
-import type { DocumentStore } from '@estate/store';
+import { OutboxRelay, type Bus, type OutboxDoc, type Subscription } from '@estate/bus';
+import type { DocumentCollection, DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
-import type { LeadsRuntime } from './app';
+import { ActivitiesService } from './activities.service';
+import { AgentsService, SLOT_GRACE_MS } from './agents.service';
+import { subscribeActivityCommands } from './events/activity-record.subscriber';
+import { subscribeListingProjection } from './events/listing-projection.subscriber';
+import { subscribeTimeline } from './events/timeline.subscriber';
+import { LeadWriter } from './lead-writer';
+import { LeadsService } from './leads.service';
+import { ActivityRepository } from './repositories/activity.repository';
+import { AgentRepository } from './repositories/agent.repository';
+import { LEADS_COLLECTION, LeadRepository } from './repositories/lead.repository';
+import { ListingSummaryRepository } from './repositories/listing-summary.repository';
+import { RoutingRepository } from './repositories/routing.repository';
+import { ScoringConfigRepository } from './repositories/scoring-config.repository';
+import { RoutingService } from './routing.service';
+import { ScoringService } from './scoring.service';
 
-export async function composeLeads(_deps: { store: DocumentStore; bus: Bus; log: Logger }): Promise<LeadsRuntime> {
-  return { async start() {}, async stop() {} };
+export interface LeadsRuntime {
+  leads: LeadsService;
+  activities: ActivitiesService;
+  agents: AgentsService;
+  routing: RoutingService;
+  scoring: ScoringService;
+  relay: OutboxRelay;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Wires the leads service over whichever adapters the profile chose. Its bus subscriptions are
+ * made here, before any runtime of the process starts, so that nothing published at start-up
+ * (a listing's pending outbox, say) goes by before the leads service listens.
+ */
+export async function composeLeads(deps: { store: DocumentStore; bus: Bus; log: Logger; clock?: () => Date }): Promise<LeadsRuntime> {
+  const log = deps.log.child({ service: 'leads' });
+  const clock = deps.clock ?? (() => new Date());
+  const [leadRepo, activityRepo, agentRepo, summaries, routingRepo, configs] = await Promise.all([
+    LeadRepository.open(deps.store),
+    ActivityRepository.open(deps.store),
+    AgentRepository.open(deps.store),
+    ListingSummaryRepository.open(deps.store),
+    RoutingRepository.open(deps.store),
+    ScoringConfigRepository.open(deps.store),
+  ]);
+  const relay = new OutboxRelay({ bus: deps.bus, log });
+  relay.watch(LEADS_COLLECTION, leadRepo.collection as unknown as DocumentCollection<OutboxDoc>);
+
+  const writer = new LeadWriter({ leads: leadRepo, activities: activityRepo, agents: agentRepo, listings: summaries, configs, outbox: relay, clock, log });
+  const routing = new RoutingService({ writer, leads: leadRepo, agents: agentRepo, routing: routingRepo, listings: summaries, clock, log });
+  const leads = new LeadsService({ writer, leads: leadRepo, agents: agentRepo, listings: summaries, routing, clock, log });
+  const activities = new ActivitiesService({ writer, leads: leadRepo, activities: activityRepo, clock, log });
+  const agents = new AgentsService({ agents: agentRepo, leads: leadRepo, routing: routingRepo, writer, clock, log });
+  const scoring = new ScoringService({ configs, leads: leadRepo, writer, clock, log });
+
+  const subscriptions: Subscription[] = [
+    ...(await subscribeListingProjection({ bus: deps.bus, summaries, log })),
+    await subscribeActivityCommands({ bus: deps.bus, activities, log }),
+    await subscribeTimeline({ bus: deps.bus, activities }),
+  ];
+
+  let audit: NodeJS.Timeout | undefined;
+  const auditSlots = () => agents.auditSlots().catch((err: unknown) => log.warn({ err }, 'capacity slot audit failed; will retry'));
+
+  return {
+    leads,
+    activities,
+    agents,
+    routing,
+    scoring,
+    relay,
+    async start() {
+      relay.start();
+      scoring.start();
+      void auditSlots();
+      audit = setInterval(() => void auditSlots(), SLOT_GRACE_MS);
+      audit.unref();
+    },
+    async stop() {
+      if (audit) clearInterval(audit);
+      await Promise.all(subscriptions.map((s) => s.stop()));
+      await scoring.stop();
+      await relay.stop();
+    },
+  };
 }

@@ -1,2 +1,2 @@
-export { leadsApp, type LeadsRuntime } from './app';
-export { composeLeads } from './compose';
+export { leadsApp } from './app';
+export { composeLeads, type LeadsRuntime } from './compose';

@@ -1,4 +1,5 @@
 import { exitOnStartFailure, runServiceProcess } from '@estate/platform/process';
+import { ElasticsearchListingIndex } from '@estate/search';
 import { listingsApp } from './app';
 import { composeListings } from './compose';
 import { loadConfig } from './config';
@@ -7,6 +8,9 @@ runServiceProcess({
   service: 'listings',
   title: 'Listings service',
   loadConfig,
-  compose: composeListings,
-  register: (app, runtime) => app.register(listingsApp, { service: runtime.service }),
+  compose: ({ config, ...deps }) =>
+    composeListings({ ...deps, index: ElasticsearchListingIndex.connect(config.elasticsearchUrl, { alias: config.elasticsearchIndex, log: deps.log }) }),
+  register: (app, runtime) => app.register(listingsApp, { service: runtime.service, bulk: runtime.bulk }),
+  // A bulk call of 100 listings with long descriptions is well over the 1 MB default.
+  bodyLimit: 5 * 1024 * 1024,
 }).catch(exitOnStartFailure);

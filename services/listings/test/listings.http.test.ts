@@ -32,7 +32,7 @@ describe('listings service over HTTP (embedded adapters, signed identity)', () =
     runtime = await composeListings({ store: new NedbDocumentStore(), bus, log });
     app = await createHttpApp({ service: 'listings', logger: log });
     requireSignedIdentity(app, TEST_SIGNING_SECRET);
-    await app.register(listingsApp, { service: runtime.service });
+    await app.register(listingsApp, { service: runtime.service, bulk: runtime.bulk });
     await app.ready();
     await runtime.start();
   });
@@ -156,6 +156,8 @@ describe('listings service over HTTP (embedded adapters, signed identity)', () =
     for (const [i, listPrice] of prices.entries()) {
       await create(alice, listingBody({ pricing: { listPrice }, status: i % 2 ? 'pending' : 'active' }));
     }
+    // Search reads the index, which the events keep in step: wait for them.
+    await runtime.relay.flush();
     const seen: number[] = [];
     let cursor: string | null = null;
     do {

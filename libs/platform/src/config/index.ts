@@ -25,6 +25,8 @@ export const envPort = (fallback: number) => z.coerce.number().int().min(0).max(
 export const envLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
 export const envSecret = (min = 32) => z.string().min(min, `must be at least ${min} characters`);
 export const envUrl = z.string().url();
+/** Optional prefix that keeps deployments sharing one NATS server apart (see NatsBus). */
+export const envNatsNamespace = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').optional();
 
 /** Runs `main`, printing a configuration problem as a plain message and exiting 1. */
 export function exitOnConfigError(err: unknown): never {

@@ -3,7 +3,7 @@ import { MongoDocumentStore, type DocumentStore } from '@estate/store';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { requireSignedIdentity } from '../auth';
-import { envLogLevel, envPort, envSecret, envUrl, exitOnConfigError, parseEnv } from '../config';
+import { envLogLevel, envNatsNamespace, envPort, envSecret, envUrl, exitOnConfigError, parseEnv } from '../config';
 import { createHttpApp } from '../http';
 import { closeOnSignals } from '../lifecycle';
 import { createLogger, type Logger } from '../logging';
@@ -13,6 +13,7 @@ export const serviceEnv = {
   HOST: z.string().min(1).default('127.0.0.1'),
   MONGODB_URL: envUrl,
   NATS_URL: z.string().min(1),
+  NATS_NAMESPACE: envNatsNamespace,
   INTERNAL_SIGNING_SECRET: envSecret(32),
   LOG_LEVEL: envLogLevel,
 };
@@ -23,6 +24,7 @@ export interface ServiceProcessConfig {
   mongodbUrl: string;
   mongodbDatabase: string;
   natsUrl: string;
+  natsNamespace?: string;
   signingSecret: string;
   logLevel: string;
 }
@@ -39,6 +41,7 @@ export function loadServiceConfig(service: string, defaultPort: number, env: Nod
     mongodbUrl: e.MONGODB_URL,
     mongodbDatabase: e.MONGODB_DATABASE,
     natsUrl: e.NATS_URL,
+    natsNamespace: e.NATS_NAMESPACE,
     signingSecret: e.INTERNAL_SIGNING_SECRET,
     logLevel: e.LOG_LEVEL,
   });
@@ -47,21 +50,24 @@ export function loadServiceConfig(service: string, defaultPort: number, env: Nod
 export interface Runtime {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Further dependencies `/health/ready` checks (a search index, say), beside the store and the bus. */
+  readiness?: Record<string, () => Promise<void>>;
 }
 
 /**
  * Runs one service of the distributed profile as its own process: MongoDB and NATS adapters,
  * signed-identity check on `/v1`, health and metrics, graceful shutdown on SIGTERM.
  */
-export async function runServiceProcess<R extends Runtime>(options: {
+export async function runServiceProcess<R extends Runtime, C extends ServiceProcessConfig = ServiceProcessConfig>(options: {
   service: string;
-  loadConfig: (env: NodeJS.ProcessEnv) => ServiceProcessConfig;
-  compose: (deps: { store: DocumentStore; bus: Bus; log: Logger }) => Promise<R>;
+  loadConfig: (env: NodeJS.ProcessEnv) => C;
+  /** Builds the service over the process's adapters; `config` is what `loadConfig` returned. */
+  compose: (deps: { store: DocumentStore; bus: Bus; log: Logger; config: C }) => Promise<R>;
   register: (app: FastifyInstance, runtime: R) => PromiseLike<unknown>;
   bodyLimit?: number;
   title: string;
 }): Promise<void> {
-  let config: ServiceProcessConfig;
+  let config: C;
   try {
     config = options.loadConfig(process.env);
   } catch (err) {
@@ -69,13 +75,13 @@ export async function runServiceProcess<R extends Runtime>(options: {
   }
   const log = createLogger({ service: options.service, level: config.logLevel });
   const store = await MongoDocumentStore.connect(config.mongodbUrl, { dbName: config.mongodbDatabase, log });
-  const bus = await NatsBus.connect(config.natsUrl, { log, name: options.service });
-  const runtime = await options.compose({ store, bus, log });
+  const bus = await NatsBus.connect(config.natsUrl, { log, name: options.service, namespace: config.natsNamespace });
+  const runtime = await options.compose({ store, bus, log, config });
   const app = await createHttpApp({
     service: options.service,
     logger: log,
     bodyLimit: options.bodyLimit,
-    readiness: { store: () => store.ping(), bus: () => bus.ping() },
+    readiness: { store: () => store.ping(), bus: () => bus.ping(), ...runtime.readiness },
     openapi: { title: options.title },
   });
   requireSignedIdentity(app, config.signingSecret);

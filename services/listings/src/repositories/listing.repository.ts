@@ -1,16 +1,30 @@
-import type { Listing } from '@estate/contracts/listings';
+import type { Listing, ListingMediaSummary } from '@estate/contracts/listings';
 import { notDeleted, updateWithOutbox, withOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
 import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
+import type { IndexedListing } from '@estate/search';
 
-/** A listing as stored: the public shape plus the owning account and the unique feed key. */
-export type ListingDoc = Listing & OutboxDoc & { accountId: string; externalKey?: string };
+/**
+ * A bulk item that wrote this listing (`<jobId>#<index>`), kept on the listing itself so that the
+ * write and the proof of it are one atomic document write: a job redelivered after a crash
+ * recognises the items it already applied (see docs/decisions/0030).
+ */
+export interface AppliedItem {
+  key: string;
+  action: 'created' | 'updated';
+}
+
+/** A listing as stored: the public shape plus the owning account, the unique feed key and the bulk items applied. */
+export type ListingDoc = Listing & OutboxDoc & { accountId: string; externalKey?: string; _applied?: AppliedItem[]; _mediaRevision?: number };
 
 export const LISTINGS_COLLECTION = 'listings';
+
+/** A listing that changes this often while a media summary is applied is left to the event's redelivery. */
+const MEDIA_SUMMARY_ATTEMPTS = 10;
 
 const FIELDS_REPLACED_ON_UPDATE = ['externalId', 'source', 'mlsNumber', 'externalKey', 'status', 'pricing', 'propertyDetails', 'location', 'listedAt'] as const;
 
 function toListing(doc: ListingDoc): Listing {
-  const { accountId, externalKey, ...rest } = withoutOutbox(doc);
+  const { accountId, externalKey, _applied, _mediaRevision, ...rest } = withoutOutbox(doc);
   return { ...rest, listedAt: rest.listedAt ?? null } as Listing;
 }
 
@@ -31,8 +45,8 @@ export class ListingRepository {
     return new ListingRepository(col);
   }
 
-  async insert(accountId: string, listing: Listing, externalKey: string | undefined, event: OutboxEntry): Promise<Listing> {
-    await this.collection.insertOne(storable({ ...listing, accountId, externalKey, ...withOutbox(event) }) as ListingDoc);
+  async insert(accountId: string, listing: Listing, externalKey: string | undefined, event: OutboxEntry, applied?: AppliedItem[]): Promise<Listing> {
+    await this.collection.insertOne(storable({ ...listing, accountId, externalKey, _applied: applied, ...withOutbox(event) }) as ListingDoc);
     return listing;
   }
 
@@ -41,15 +55,31 @@ export class ListingRepository {
     return doc ? toListing(doc) : null;
   }
 
+  /** The listing with the bulk items already applied to it, by id or by feed key. */
+  async findWithApplied(accountId: string, by: { id: string } | { externalKey: string }): Promise<{ listing: Listing; applied: AppliedItem[] } | null> {
+    const doc = await this.collection.findOne({ ...by, accountId, ...notDeleted });
+    return doc ? { listing: toListing(doc), applied: doc._applied ?? [] } : null;
+  }
+
   async findByExternalKey(externalKey: string): Promise<Listing | null> {
     const doc = await this.collection.findOne({ externalKey, ...notDeleted });
     return doc ? toListing(doc) : null;
   }
 
-  /** Replaces the writable fields if the stored version is still `expectedVersion`; null otherwise. */
-  async replace(accountId: string, listing: Listing, externalKey: string | undefined, expectedVersion: number, event: OutboxEntry): Promise<Listing | null> {
+  /**
+   * Replaces the writable fields if the stored version is still `expectedVersion`; null otherwise.
+   * `applied`, when given, replaces the list of bulk items applied (the version check keeps it exact).
+   */
+  async replace(
+    accountId: string,
+    listing: Listing,
+    externalKey: string | undefined,
+    expectedVersion: number,
+    event: OutboxEntry,
+    applied?: AppliedItem[],
+  ): Promise<Listing | null> {
     const next = storable({ ...listing, externalKey }) as Record<string, unknown>;
-    const $set: Record<string, unknown> = { version: listing.version, updatedAt: listing.updatedAt };
+    const $set: Record<string, unknown> = { version: listing.version, updatedAt: listing.updatedAt, ...(applied ? { _applied: applied } : {}) };
     const $unset: Record<string, true> = {};
     for (const field of FIELDS_REPLACED_ON_UPDATE) {
       if (next[field] === undefined) $unset[field] = true;
@@ -71,11 +101,55 @@ export class ListingRepository {
     return doc !== null;
   }
 
+  /**
+   * Sets the media summary the media service published at media revision `revision`, unless the
+   * listing already shows that revision or a newer one (events can arrive twice or late). Bumps
+   * the version, with the event `eventFor` builds from the new listing in the same write. Null when
+   * the listing is gone or the summary is not newer.
+   */
+  async setMediaSummary(
+    accountId: string,
+    id: string,
+    media: ListingMediaSummary,
+    revision: number,
+    now: string,
+    eventFor: (next: Listing) => OutboxEntry,
+  ): Promise<Listing | null> {
+    for (let attempt = 0; attempt < MEDIA_SUMMARY_ATTEMPTS; attempt++) {
+      const doc = await this.collection.findOne({ id, accountId, ...notDeleted });
+      if (!doc || (doc._mediaRevision ?? 0) >= revision) return null;
+      const next: Listing = { ...toListing(doc), media, version: doc.version + 1, updatedAt: now };
+      const saved = await this.collection.updateOne(
+        { id, accountId, version: doc.version, ...notDeleted },
+        updateWithOutbox({ $set: { media, _mediaRevision: revision, version: next.version, updatedAt: now } }, eventFor(next)),
+      );
+      if (saved) return next;
+    }
+    throw new Error(`listing ${id} kept changing while its media summary was applied; the event is redelivered`);
+  }
+
   async find(filter: Filter, options: FindOptions): Promise<Listing[]> {
     return (await this.collection.find({ ...filter, ...notDeleted }, options)).map(toListing);
   }
 
   async count(filter: Filter): Promise<number> {
     return this.collection.count({ ...filter, ...notDeleted });
+  }
+
+  /** Every listing with its account, in id order and batches (keyset: stable while listings change). */
+  async *scan(batchSize = 1000): AsyncIterable<IndexedListing[]> {
+    let after: string | undefined;
+    for (;;) {
+      const docs = await this.collection.find({ ...(after ? { id: { $gt: after } } : {}), ...notDeleted }, { sort: { id: 1 }, limit: batchSize });
+      if (docs.length === 0) return;
+      yield docs.map((doc) => ({ accountId: doc.accountId, listing: toListing(doc) }));
+      after = docs[docs.length - 1].id;
+    }
+  }
+
+  /** Which of these ids are stored listings. */
+  async existingIds(ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    return new Set((await this.collection.find({ id: { $in: ids }, ...notDeleted })).map((doc) => doc.id));
   }
 }

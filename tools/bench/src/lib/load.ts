@@ -3,8 +3,10 @@ import type autocannon from 'autocannon';
 
 export interface LoadOptions {
   url: string;
-  method?: 'GET';
+  method?: 'GET' | 'POST';
   headers?: Record<string, string>;
+  /** Called for every request: its own path and body (a new person per capture, the next lead of a pool). */
+  vary?: () => { path?: string; body?: string };
   connections: number;
   durationSec: number;
   /** Per-request timeout, seconds. */
@@ -79,6 +81,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     pipelining: 1,
     duration: options.durationSec,
     timeout: options.timeoutSec ?? 10,
+    ...(options.vary ? { requests: [{ setupRequest: (request) => ({ ...request, ...options.vary!() }) }] } : {}),
   });
   instance.on('response', (_client, _status, _bytes, responseTimeMs) => latencies.push(responseTimeMs));
   const result: autocannon.Result = await instance;

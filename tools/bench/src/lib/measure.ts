@@ -1,4 +1,4 @@
-import { runLoad } from './load';
+import { runLoad, type LoadOptions } from './load';
 import type { ServerSample } from './protocol';
 import type { ScenarioContext, TargetResult } from './scenario';
 import type { ServerHandle } from './servers';
@@ -15,19 +15,19 @@ function cpuPct(before: ServerSample, after: ServerSample, wallMs: number): numb
 export async function measureTarget(
   ctx: ScenarioContext,
   server: ServerHandle,
-  request: { path: string; headers?: Record<string, string>; description: string },
+  request: { path: string; headers?: Record<string, string>; description: string; method?: 'GET' | 'POST'; vary?: LoadOptions['vary'] },
 ): Promise<TargetResult> {
   const { warmupSec, durationSec, connections } = ctx.settings;
   const url = `${server.origin}${request.path}`;
   const logLinesBefore = server.logLines();
 
   ctx.log(`${server.name}: warm-up ${warmupSec}s, ${connections} connections`);
-  const warm = warmupSec > 0 ? await runLoad({ url, headers: request.headers, connections, durationSec: warmupSec }) : undefined;
+  const warm = warmupSec > 0 ? await runLoad({ url, method: request.method, headers: request.headers, vary: request.vary, connections, durationSec: warmupSec }) : undefined;
 
   const before = await server.sample({ resetEventLoopDelay: true });
   const started = Date.now();
   ctx.log(`${server.name}: measuring ${durationSec}s`);
-  const measured = await runLoad({ url, headers: request.headers, connections, durationSec });
+  const measured = await runLoad({ url, method: request.method, headers: request.headers, vary: request.vary, connections, durationSec });
   const wallMs = Date.now() - started;
   const after = await server.sample();
   ctx.log(`${server.name}: ${measured.rps.mean} req/s, p99 ${measured.latencyMs.p99} ms`);
@@ -35,7 +35,7 @@ export async function measureTarget(
   return {
     name: server.name,
     description: request.description,
-    request: `GET ${request.path}`,
+    request: `${request.method ?? 'GET'} ${request.path}`,
     warmup: {
       durationSec: warm?.durationSec ?? 0,
       requests: warm?.requests ?? 0,

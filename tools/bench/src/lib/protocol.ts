@@ -14,12 +14,15 @@ export interface EmbeddedSpec {
   adminApiKey: string;
   rateLimitPerMinute: number;
   logLevel: 'silent' | 'warn' | 'error';
+  /** Search bench: which index serves listings, and how many generated listings it is seeded with directly. */
+  search?: { index: 'memory' } | { index: 'elasticsearch'; url: string; alias: string };
+  seedListings?: number;
 }
 
 /** Plain `fastify()` with no plugins: fixed JSON answers, the baseline. */
 export interface BareSpec {
   kind: 'bare';
-  routes: Array<{ method: 'GET'; url: string; body: unknown }>;
+  routes: Array<{ method: 'GET' | 'POST'; url: string; body: unknown; status?: number }>;
 }
 
 export type TargetSpec = EmbeddedSpec | BareSpec;

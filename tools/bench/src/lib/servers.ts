@@ -115,14 +115,19 @@ export class ServerPool {
         const id = nextId++;
         const answer = new Promise<ServerSample>((resolve) => pending.set(id, resolve));
         // A server that died under load should say so, not surface as a timeout.
-        const died = exited(child).then(() => {
-          throw new Error(`${name} (pid ${child.pid}) is gone: exit code ${child.exitCode}, signal ${child.signalCode}`);
+        let onExit: (() => void) | undefined;
+        const died = new Promise<never>((_, reject) => {
+          onExit = () => reject(new Error(`${name} (pid ${child.pid}) is gone: exit code ${child.exitCode}, signal ${child.signalCode}`));
+          if (child.exitCode !== null || child.signalCode !== null) onExit();
+          else child.once('exit', onExit);
         });
         send({ type: 'sample', id, resetEventLoopDelay });
         try {
           return await withTimeout(Promise.race([answer, died]), SAMPLE_TIMEOUT_MS, `sampling ${name}`);
         } finally {
           pending.delete(id);
+          // Frequent sampling (a memory peak) must not pile up exit listeners.
+          if (onExit) child.off('exit', onExit);
         }
       },
       stop: () => this.stopChild(child),

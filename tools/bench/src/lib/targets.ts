@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import type { ListingIndex } from '@estate/search';
 import type { BareSpec, EmbeddedSpec, TargetSpec } from './protocol';
 
 export interface RunningTarget {
@@ -20,10 +21,13 @@ async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
     import('@estate/platform/logging'),
   ]);
   const log = createLogger({ service: 'embedded', level: spec.logLevel });
+  const listingIndex = spec.search?.index === 'elasticsearch' ? await elasticsearchIndex(spec.search.url, spec.search.alias) : undefined;
   const product = await composeEmbedded(
     { port: 0, host: HOST, dataDir: spec.dataDir, adminApiKey: spec.adminApiKey, rateLimitPerMinute: spec.rateLimitPerMinute, logLevel: spec.logLevel },
     log,
+    { listingIndex },
   );
+  if (spec.seedListings) await seedIndex(product.listingIndex, product.boot.account.id, spec.seedListings);
   try {
     await product.app.listen({ port: 0, host: HOST });
   } catch (err) {
@@ -33,12 +37,28 @@ async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
   return { port: portOf(product.app.server.address()), close: () => product.close() };
 }
 
+async function elasticsearchIndex(url: string, alias: string) {
+  const [{ ElasticsearchListingIndex }, { default: pino }] = await Promise.all([import('@estate/search'), import('pino')]);
+  return ElasticsearchListingIndex.connect(url, { alias, log: pino({ level: 'warn' }) });
+}
+
+/** Straight into the index: loading 100,000 listings through the API would take the bench's whole budget. */
+async function seedIndex(index: ListingIndex, accountId: string, count: number): Promise<void> {
+  const { generateListing, random } = await import('./generated-listings');
+  const rnd = random(42);
+  for (let i = 0; i < count; i += 2000) {
+    const batch = Array.from({ length: Math.min(2000, count - i) }, (_, k) => ({ accountId, listing: generateListing(i + k, rnd) }));
+    await index.upsert(batch);
+  }
+  await index.refresh();
+}
+
 async function startBare(spec: BareSpec): Promise<RunningTarget> {
   const { default: fastify } = await import('fastify');
   const app = fastify();
   for (const route of spec.routes) {
     // Returns the object (not a pre-serialized string) so the baseline pays Fastify's usual JSON serialization.
-    app.route({ method: route.method, url: route.url, handler: async () => route.body });
+    app.route({ method: route.method, url: route.url, handler: async (_request, reply) => reply.code(route.status ?? 200).send(route.body) });
   }
   await app.listen({ port: 0, host: HOST });
   return { port: portOf(app.server.address()), close: () => app.close() };

@@ -17,6 +17,15 @@ declare module 'autocannon' {
       /** Milliseconds between throughput samples. */
       sampleInt?: number;
       workers?: number;
+      /** Each client loops over these; `setupRequest` may change every request it sends. */
+      requests?: Array<{ method?: string; path?: string; body?: string; setupRequest?: (request: RequestData) => RequestData }>;
+    }
+
+    interface RequestData {
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string | Buffer;
     }
 
     interface Histogram {

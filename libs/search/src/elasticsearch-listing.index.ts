@@ -1,0 +1,190 @@
+import { Client, errors, type estypes } from '@elastic/elasticsearch';
+import type { Listing } from '@estate/contracts/listings';
+import type { Logger } from 'pino';
+import {
+  SearchIndexRejected,
+  SearchIndexUnavailable,
+  type IndexedListing,
+  type ListingIndex,
+  type ListingRemoval,
+  type ListingSearch,
+  type ListingSearchResult,
+} from './listing-index';
+import { projectListing } from './listing-projection';
+import { listingIndexSettings, listingMappings, searchRequest, searchResult } from './elasticsearch-query';
+
+export interface ElasticsearchListingIndexOptions {
+  client: Client;
+  /** The alias searches and writes go through; the physical index behind it changes on `replaceAll`. */
+  alias: string;
+  log: Logger;
+}
+
+const SCAN_BATCH = 1000;
+
+/** Network failures, overload and server errors pass; anything else is a request we got wrong. */
+function isTransient(err: unknown): boolean {
+  if (err instanceof errors.ResponseError) return err.statusCode === 429 || (err.statusCode ?? 0) >= 500;
+  return err instanceof errors.ConnectionError || err instanceof errors.TimeoutError || err instanceof errors.NoLivingConnectionsError;
+}
+
+const isAlreadyExists = (err: unknown): boolean =>
+  err instanceof errors.ResponseError && (err.body as { error?: { type?: string } } | undefined)?.error?.type === 'resource_already_exists_exception';
+
+/**
+ * The distributed profile's index on Elasticsearch 8. Writes use external versioning (the
+ * listing's version), so an older event never overwrites a newer document; a removal leaves a
+ * versioned tombstone document rather than deleting, so a late older event cannot bring the
+ * listing back once Elasticsearch has forgotten the deletion (`index.gc_deletes`, 60 s).
+ */
+export class ElasticsearchListingIndex implements ListingIndex {
+  readonly kind = 'elasticsearch' as const;
+
+  constructor(private readonly options: ElasticsearchListingIndexOptions) {}
+
+  static connect(url: string, options: Omit<ElasticsearchListingIndexOptions, 'client'>): ElasticsearchListingIndex {
+    return new ElasticsearchListingIndex({ ...options, client: new Client({ node: url, requestTimeout: 10_000, maxRetries: 2 }) });
+  }
+
+  private get client(): Client {
+    return this.options.client;
+  }
+
+  get name(): string {
+    return this.options.alias;
+  }
+
+  private get alias(): string {
+    return this.options.alias;
+  }
+
+  async open(): Promise<{ created: boolean }> {
+    return this.call('open the index', async () => {
+      if (await this.client.indices.existsAlias({ name: this.alias })) return { created: false };
+      if (await this.client.indices.exists({ index: this.alias })) {
+        throw new Error(`${this.alias} is an index, not an alias; remove it or choose another ELASTICSEARCH_INDEX`);
+      }
+      try {
+        // A fixed first name: replicas starting together race to one index, not to several.
+        await this.client.indices.create({ index: `${this.alias}-000001`, aliases: { [this.alias]: {} }, settings: listingIndexSettings, mappings: listingMappings });
+        this.options.log.info({ alias: this.alias }, 'search index created');
+        return { created: true };
+      } catch (err) {
+        if (isAlreadyExists(err)) return { created: false };
+        throw err;
+      }
+    });
+  }
+
+  async upsert(listings: readonly IndexedListing[]): Promise<void> {
+    if (listings.length === 0) return;
+    await this.bulk(this.alias, listings.flatMap((item) => this.indexOperation(item)));
+  }
+
+  async remove(removals: readonly ListingRemoval[]): Promise<void> {
+    if (removals.length === 0) return;
+    await this.bulk(
+      this.alias,
+      removals.flatMap(({ id, version }) => [{ index: { _id: id, version, version_type: 'external' as const } }, { listingId: id, deleted: true }]),
+    );
+  }
+
+  async search(search: ListingSearch): Promise<ListingSearchResult> {
+    const response = await this.call('search', () => this.client.search<{ listing: Listing }>({ index: this.alias, ...searchRequest(search) }));
+    return searchResult(search, response);
+  }
+
+  async refresh(): Promise<void> {
+    await this.call('refresh', () => this.client.indices.refresh({ index: this.alias }));
+  }
+
+  /**
+   * Fills a new physical index, then moves the alias to it in one atomic step and drops the old
+   * one: searches never see a half-built index. Writes that reach the old index meanwhile are
+   * lost with it, so the caller reconciles with the store afterwards (see the listings reindex).
+   */
+  async replaceAll(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
+    const target = `${this.alias}-${Date.now()}`;
+    await this.call('create the new index', () => this.client.indices.create({ index: target, settings: listingIndexSettings, mappings: listingMappings }));
+    let indexed = 0;
+    try {
+      for await (const batch of read()) {
+        if (batch.length === 0) continue;
+        await this.bulk(target, batch.flatMap((item) => this.indexOperation(item)));
+        indexed += batch.length;
+      }
+      await this.call('refresh the new index', () => this.client.indices.refresh({ index: target }));
+    } catch (err) {
+      await this.client.indices.delete({ index: target }).catch(() => undefined);
+      throw err;
+    }
+    const current = await this.call('read the alias', async () => {
+      if (!(await this.client.indices.existsAlias({ name: this.alias }))) return [];
+      return Object.keys(await this.client.indices.getAlias({ name: this.alias }));
+    });
+    await this.call('move the alias', () =>
+      this.client.indices.updateAliases({ actions: [...current.map((index) => ({ remove: { index, alias: this.alias } })), { add: { index: target, alias: this.alias } }] }),
+    );
+    for (const old of current) await this.call('drop the old index', () => this.client.indices.delete({ index: old }));
+    this.options.log.info({ alias: this.alias, index: target, indexed }, 'search index replaced');
+    return { indexed };
+  }
+
+  async *scanIds(): AsyncIterable<Array<{ id: string; version: number }>> {
+    let after: estypes.SortResults | undefined;
+    for (;;) {
+      const response = await this.call('scan', () =>
+        this.client.search<{ listing: Pick<Listing, 'version'> }>({
+          index: this.alias,
+          size: SCAN_BATCH,
+          // Tombstones have no account: only listings.
+          query: { exists: { field: 'accountId' } },
+          sort: [{ listingId: 'asc' }],
+          _source: ['listing.version'],
+          track_total_hits: false,
+          ...(after ? { search_after: after } : {}),
+        }),
+      );
+      const hits = response.hits.hits;
+      if (hits.length === 0) return;
+      yield hits.map((h) => ({ id: h._id!, version: h._source!.listing.version }));
+      after = hits[hits.length - 1].sort;
+    }
+  }
+
+  async ping(): Promise<void> {
+    // The integ-test build has no root endpoint (client.ping() fails there); cluster health works everywhere.
+    const health = await this.call('ping', () => this.client.cluster.health({ timeout: '2s' }));
+    if (health.status === 'red') throw new SearchIndexUnavailable('Elasticsearch cluster health is red');
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  private indexOperation(item: IndexedListing): unknown[] {
+    const { version, ...fields } = projectListing(item);
+    return [{ index: { _id: item.listing.id, version, version_type: 'external' } }, { ...fields, listing: item.listing }];
+  }
+
+  /** A bulk write; items refused because a newer version is indexed are what versioning is for, not errors. */
+  private async bulk(index: string, operations: unknown[]): Promise<void> {
+    const response = await this.call('bulk write', () => this.client.bulk({ index, operations: operations as estypes.BulkRequest['operations'] }));
+    if (!response.errors) return;
+    const failed = response.items.map((item) => Object.values(item)[0]).filter((r) => r?.error && r.status !== 409);
+    if (failed.length === 0) return;
+    const first = failed[0]!;
+    const summary = `${failed.length} of ${response.items.length} documents refused; first: ${first.error?.type}: ${first.error?.reason}`;
+    if (failed.some((r) => r!.status === 429 || r!.status >= 500)) throw new SearchIndexUnavailable(summary);
+    throw new SearchIndexRejected(summary);
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (isTransient(err)) throw new SearchIndexUnavailable(`Elasticsearch did not ${what}: ${(err as Error).message}`, { cause: err });
+      throw err;
+    }
+  }
+}

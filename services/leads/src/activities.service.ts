@@ -1,0 +1,133 @@
+import type { Identity } from '@estate/contracts/accounts';
+import type { EventPayload } from '@estate/contracts/events';
+import { ACTIVITY_DATA_MAX_BYTES, type Activity, type ActivityCreate, type ActivityQuery } from '@estate/contracts/leads';
+import { Unprocessable } from '@estate/bus';
+import { assertRole } from '@estate/platform/auth';
+import { AppError, notFound } from '@estate/platform/errors';
+import { decodeCursor, keyset, pageOf, type SortOrder } from '@estate/platform/pagination';
+import type { Filter } from '@estate/store';
+import type { Logger } from 'pino';
+import { ACTIVITY_WRITERS, LEAD_READERS, assertVisible, changeContext, type RequestContext } from './lead.access';
+import { activityIdForEvent, type LeadWriter, type NewActivity } from './lead-writer';
+import type { ActivityRepository } from './repositories/activity.repository';
+import type { LeadRepository } from './repositories/lead.repository';
+
+export interface ActivitiesDeps {
+  writer: LeadWriter;
+  leads: LeadRepository;
+  activities: ActivityRepository;
+  clock: () => Date;
+  log: Logger;
+}
+
+const TIMELINE_ORDER: SortOrder = { field: 'occurredAt', direction: -1 };
+/** How far ahead of our clock an `occurredAt` may be (clients' clocks drift). */
+const FUTURE_SKEW_MS = 5 * 60 * 1000;
+
+/** Why an activity cannot be stored as given: too large (413), or keys no store accepts (422). */
+export function activityProblem(data: Record<string, unknown> | undefined): AppError | null {
+  if (data === undefined) return null;
+  const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
+  if (bytes > ACTIVITY_DATA_MAX_BYTES) return new AppError('payload_too_large', `The activity data is ${bytes} bytes as JSON; at most ${ACTIVITY_DATA_MAX_BYTES} are kept`);
+  const bad = badKey(data, 'data');
+  if (bad) return new AppError('validation_failed', 'The activity data has a key the store cannot keep', { errors: [{ path: bad, message: 'keys may not contain "." or start with "$"' }] });
+  return null;
+}
+
+function badKey(value: unknown, path: string): string | null {
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const found = badKey(v, `${path}.${i}`);
+      if (found) return found;
+    }
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes('.') || k.startsWith('$')) return `${path}.${k}`;
+      const found = badKey(v, `${path}.${k}`);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+export class ActivitiesService {
+  constructor(private readonly deps: ActivitiesDeps) {}
+
+  /** The timeline, newest `occurredAt` first. */
+  async list(who: Identity, leadId: string, query: ActivityQuery): Promise<{ items: Activity[]; nextCursor: string | null; total: number }> {
+    assertRole(who, LEAD_READERS, 'read lead activities');
+    const stored = await this.deps.leads.get(who.accountId, leadId);
+    if (!stored) throw notFound('lead_not_found', 'Lead', leadId);
+    assertVisible(who, stored.lead);
+    const filter: Filter = { accountId: who.accountId, leadId, ...(query.type ? { type: { $in: query.type } } : {}) };
+    const { sort, after } = keyset(TIMELINE_ORDER, decodeCursor(query.cursor));
+    const [fetched, total] = await Promise.all([
+      this.deps.activities.find(after ? { $and: [filter, after] } : filter, { sort, limit: query.limit + 1 }),
+      this.deps.activities.count(filter),
+    ]);
+    return { ...pageOf(fetched, query.limit, TIMELINE_ORDER), total };
+  }
+
+  /** `POST /v1/leads/:id/activities`. */
+  async record(ctx: RequestContext, leadId: string, input: ActivityCreate): Promise<Activity> {
+    assertRole(ctx.who, ACTIVITY_WRITERS, 'record lead activities');
+    const problem = activityProblem(input.data);
+    if (problem) throw problem;
+    const activity = this.newActivity(input);
+    const who = ctx.who;
+    const { activities } = await this.deps.writer.change(changeContext(ctx), leadId, (cur) => {
+      assertVisible(who, cur);
+      return { activities: [activity] };
+    });
+    return activities[0];
+  }
+
+  /**
+   * `leads.activity.record` from the bus: recorded once per event id, however often it is
+   * delivered. The activity id is derived from the event id; the lead remembers the ids it
+   * applied and the timeline holds them, so a redelivery finds its activity in one or the other.
+   */
+  async recordFromBus(payload: EventPayload<'leads.activity.record'>, requestId?: string): Promise<'recorded' | 'duplicate'> {
+    const id = activityIdForEvent(payload.accountId, payload.eventId);
+    if (await this.deps.activities.exists(payload.accountId, id)) return 'duplicate';
+    const problem = activityProblem(payload.activity.data);
+    if (problem) throw new Unprocessable(`activity ${payload.eventId}: ${problem.detail}`);
+    let activity: NewActivity;
+    try {
+      activity = { ...this.newActivity({ ...payload.activity, occurredAt: payload.activity.occurredAt ?? payload.occurredAt }), id };
+    } catch (err) {
+      throw new Unprocessable(`activity ${payload.eventId}: ${(err as Error).message}`);
+    }
+    const wc = { accountId: payload.accountId, actor: { type: 'service' as const, id: payload.source, agentId: null }, requestId };
+    try {
+      const { written } = await this.deps.writer.change(wc, payload.leadId, (cur) => (cur.appliedActivityIds.includes(id) ? null : { activities: [activity] }));
+      return written ? 'recorded' : 'duplicate';
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'lead_not_found') throw new Unprocessable(`activity ${payload.eventId}: lead ${payload.leadId} does not exist in account ${payload.accountId}`);
+      throw err;
+    }
+  }
+
+  /** Lands an activity announced by `leads.activity.recorded` on the timeline (idempotent). */
+  async materialize(payload: EventPayload<'leads.activity.recorded'>): Promise<boolean> {
+    // Usually the request wrote it through already: a read is cheaper than a refused insert.
+    if (await this.deps.activities.exists(payload.accountId, payload.activityId)) return false;
+    return this.deps.activities.insertIfAbsent(payload.accountId, payload.activity);
+  }
+
+  private newActivity(input: ActivityCreate): NewActivity {
+    const now = this.deps.clock().getTime();
+    const occurredAt = input.occurredAt ? new Date(input.occurredAt) : undefined;
+    if (occurredAt && occurredAt.getTime() > now + FUTURE_SKEW_MS) {
+      throw new AppError('validation_failed', 'The activity is dated in the future', { errors: [{ path: 'occurredAt', message: 'must not be in the future' }] });
+    }
+    return {
+      type: input.type,
+      customType: input.customType,
+      occurredAt: occurredAt?.toISOString(),
+      summary: input.summary || undefined,
+      data: input.data,
+      listingId: input.listingId,
+    };
+  }
+}

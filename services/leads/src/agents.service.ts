@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import type { Identity } from '@estate/contracts/accounts';
+import { agentInput, type Agent, type AgentCreate, type AgentListQuery, type AgentPatch } from '@estate/contracts/leads';
+import { assertRole } from '@estate/platform/auth';
+import { AppError, notFound, validationError } from '@estate/platform/errors';
+import { applyMergePatch } from '@estate/platform/merge-patch';
+import { decodeCursor, keyset, pageOf, type SortOrder } from '@estate/platform/pagination';
+import type { Filter } from '@estate/store';
+import type { Logger } from 'pino';
+import { e164Or422 } from './contact';
+import { TEAM_ADMINS } from './lead.access';
+import type { LeadWriter } from './lead-writer';
+import type { AgentRepository } from './repositories/agent.repository';
+import type { LeadRepository } from './repositories/lead.repository';
+import type { RoutingRepository } from './repositories/routing.repository';
+
+export interface AgentsDeps {
+  agents: AgentRepository;
+  leads: LeadRepository;
+  routing: RoutingRepository;
+  writer: LeadWriter;
+  clock: () => Date;
+  log: Logger;
+}
+
+const ORDER: SortOrder = { field: 'createdAt', direction: 1 };
+const MAX_CAS_RETRIES = 5;
+/** A slot this old whose lead does not hold it was left by a crash between two writes. */
+export const SLOT_GRACE_MS = 10 * 60 * 1000;
+
+export const newAgentId = () => `agt_${randomBytes(12).toString('base64url')}`;
+
+export class AgentsService {
+  constructor(private readonly deps: AgentsDeps) {}
+
+  async create(who: Identity, input: AgentCreate): Promise<Agent> {
+    assertRole(who, TEAM_ADMINS, 'manage agents');
+    const now = this.deps.clock().toISOString();
+    const agent: Agent = { id: newAgentId(), ...input, phone: e164Or422(input.phone) ?? null, openLeads: 0, version: 1, createdAt: now, updatedAt: now };
+    return this.deps.agents.insert(who.accountId, agent);
+  }
+
+  async list(who: Identity, query: AgentListQuery): Promise<{ items: Agent[]; nextCursor: string | null; total: number }> {
+    assertRole(who, TEAM_ADMINS, 'read agents');
+    const filter: Filter = { accountId: who.accountId, ...(query.active !== undefined ? { active: query.active } : {}) };
+    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor));
+    const [fetched, total] = await Promise.all([
+      this.deps.agents.find(after ? { $and: [filter, after] } : filter, { sort, limit: query.limit + 1 }),
+      this.deps.agents.count(filter),
+    ]);
+    return { ...pageOf(fetched, query.limit, ORDER), total };
+  }
+
+  async get(who: Identity, id: string): Promise<Agent> {
+    assertRole(who, TEAM_ADMINS, 'read agents');
+    const agent = await this.deps.agents.get(who.accountId, id);
+    if (!agent) throw notFound('agent_not_found', 'Agent', id);
+    return agent;
+  }
+
+  async update(who: Identity, id: string, patch: AgentPatch, ifMatch?: number): Promise<Agent> {
+    for (let attempt = 0; attempt < MAX_CAS_RETRIES; attempt++) {
+      const current = await this.get(who, id);
+      if (ifMatch !== undefined && ifMatch !== current.version) throw new AppError('version_mismatch', `The agent is at version ${current.version}, not ${ifMatch}`);
+      const { id: _id, openLeads, version, createdAt, updatedAt, phone, ...writable } = current;
+      const parsed = agentInput.safeParse(applyMergePatch({ ...writable, ...(phone ? { phone } : {}) }, patch));
+      if (!parsed.success) throw validationError(parsed.error, [], 'The agent would not be valid after this change');
+      const next: Agent = {
+        ...current,
+        ...parsed.data,
+        phone: parsed.data.phone === phone ? phone : (e164Or422(parsed.data.phone) ?? null),
+        version: version + 1,
+        updatedAt: this.deps.clock().toISOString(),
+      };
+      const saved = await this.deps.agents.replace(who.accountId, next, version);
+      if (saved) return saved;
+      if (ifMatch !== undefined) throw new AppError('version_mismatch', 'The agent changed while this update was applied');
+    }
+    throw new AppError('conflict', 'The agent is changing too often to apply this update; retry');
+  }
+
+  /** Deletes an agent holding no open lead (and takes it out of the rules and the team default). */
+  async remove(who: Identity, id: string, ifMatch?: number): Promise<{ id: string; deleted: true }> {
+    const current = await this.get(who, id);
+    if (ifMatch !== undefined && ifMatch !== current.version) throw new AppError('version_mismatch', `The agent is at version ${current.version}, not ${ifMatch}`);
+    if (!(await this.deps.agents.deleteIdle(who.accountId, id))) {
+      const now = await this.deps.agents.get(who.accountId, id);
+      if (!now) throw notFound('agent_not_found', 'Agent', id);
+      throw new AppError('conflict', `Agent ${id} holds ${now.openLeads} open leads: reassign or close them first, or set the agent inactive`, { fields: { openLeads: now.openLeads } });
+    }
+    await this.deps.routing.forgetAgent(who.accountId, id, this.deps.clock().toISOString());
+    return { id, deleted: true };
+  }
+
+  /**
+   * Gives back capacity slots left behind by a process that died between taking a slot and writing
+   * the lead (or between writing the lead and releasing the old slot). Only slots older than the
+   * grace period are looked at, so routings in flight are never touched.
+   */
+  async auditSlots(): Promise<number> {
+    const before = new Date(this.deps.clock().getTime() - SLOT_GRACE_MS).toISOString();
+    let released = 0;
+    for (const agent of await this.deps.agents.withSlotsBefore(before)) {
+      for (const slot of agent.slots) {
+        const holder = await this.deps.leads.findBySlotToken(slot.token);
+        if (holder && holder.slot?.agentId === agent.id) continue;
+        await this.deps.writer.release(agent.id, slot.token);
+        released++;
+        this.deps.log.warn({ agentId: agent.id, leadId: slot.leadId }, 'released a capacity slot no lead holds');
+      }
+    }
+    return released;
+  }
+}

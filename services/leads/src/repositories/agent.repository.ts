@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import type { Agent } from '@estate/contracts/leads';
+import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
+import { replaceFields, storable } from './documents';
+
+/** A capacity slot: one open lead an agent holds. The token makes releasing it idempotent. */
+export interface Slot {
+  leadId: string;
+  token: string;
+  at: string;
+}
+
+type AgentDoc = Omit<Agent, 'phone'> & { accountId: string; phone?: string; slots: Slot[] };
+
+export const AGENTS_COLLECTION = 'agents';
+
+const WRITABLE = ['name', 'email', 'phone', 'active', 'capacity', 'areas', 'version', 'updatedAt'] as const;
+/** Attempts at a reservation when the agent's capacity is being edited at the same moment. */
+const RESERVE_ATTEMPTS = 3;
+
+function toAgent(doc: AgentDoc): Agent {
+  const { accountId, slots, ...rest } = doc;
+  return { ...rest, phone: rest.phone ?? null };
+}
+
+/**
+ * Agents and their capacity. `openLeads` is a counter changed only together with `slots`, in one
+ * atomic single-document update, so capacity holds under concurrent routing on every engine and
+ * across replicas (see docs/decisions/0043-leads-routing.md).
+ */
+export class AgentRepository {
+  private constructor(private readonly collection: DocumentCollection<AgentDoc>) {}
+
+  static async open(store: DocumentStore): Promise<AgentRepository> {
+    const col = await store.collection<AgentDoc>(AGENTS_COLLECTION, [{ fields: { accountId: 1, createdAt: 1 } }, { fields: { 'slots.token': 1 } }]);
+    return new AgentRepository(col);
+  }
+
+  async insert(accountId: string, agent: Agent): Promise<Agent> {
+    await this.collection.insertOne(storable({ ...agent, accountId, slots: [] }) as AgentDoc);
+    return agent;
+  }
+
+  async get(accountId: string, id: string): Promise<Agent | null> {
+    const doc = await this.collection.findOne({ id, accountId });
+    return doc ? toAgent(doc) : null;
+  }
+
+  async find(filter: Filter, options: FindOptions): Promise<Agent[]> {
+    return (await this.collection.find(filter, options)).map(toAgent);
+  }
+
+  async count(filter: Filter): Promise<number> {
+    return this.collection.count(filter);
+  }
+
+  async allOf(accountId: string): Promise<Agent[]> {
+    return this.find({ accountId }, { sort: { createdAt: 1, id: 1 } });
+  }
+
+  /** Writes the writable fields if the agent is still at `expectedVersion`. */
+  async replace(accountId: string, next: Agent, expectedVersion: number): Promise<Agent | null> {
+    const doc = await this.collection.updateOne({ id: next.id, accountId, version: expectedVersion }, replaceFields(next, WRITABLE));
+    return doc ? toAgent(doc) : null;
+  }
+
+  /** Deletes an agent that holds no open lead; false when it is missing or still holds some. */
+  async deleteIdle(accountId: string, id: string): Promise<boolean> {
+    return this.collection.deleteOne({ id, accountId, openLeads: 0 });
+  }
+
+  /**
+   * Takes a capacity slot for the lead if the agent is active and under capacity (and, for least
+   * loaded, still has `expectedLoad` open leads). Resolves to the slot token, or null.
+   */
+  async reserve(accountId: string, agentId: string, leadId: string, at: string, expectedLoad?: number): Promise<string | null> {
+    for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
+      const agent = await this.collection.findOne({ id: agentId, accountId });
+      if (!agent || !agent.active || agent.openLeads >= agent.capacity) return null;
+      if (expectedLoad !== undefined && agent.openLeads !== expectedLoad) return null;
+      const token = randomUUID();
+      // The capacity read is part of the filter: an edit in between makes this miss, and we look again.
+      const load = expectedLoad !== undefined ? expectedLoad : { $lt: agent.capacity };
+      const taken = await this.collection.updateOne(
+        { id: agentId, accountId, active: true, capacity: agent.capacity, openLeads: load },
+        { $inc: { openLeads: 1 }, $push: { slots: { leadId, token, at } } },
+      );
+      if (taken) return token;
+      if (expectedLoad !== undefined) return null;
+    }
+    return null;
+  }
+
+  /** Takes a slot whatever the capacity (an admin's manual assignment, a lead reopened); null when the agent does not exist. */
+  async hold(accountId: string, agentId: string, leadId: string, at: string): Promise<string | null> {
+    const token = randomUUID();
+    const doc = await this.collection.updateOne({ id: agentId, accountId }, { $inc: { openLeads: 1 }, $push: { slots: { leadId, token, at } } });
+    return doc ? token : null;
+  }
+
+  /** Gives a slot back; a second release of the same token changes nothing. */
+  async release(agentId: string, token: string): Promise<boolean> {
+    const doc = await this.collection.updateOne({ id: agentId, 'slots.token': token }, { $inc: { openLeads: -1 }, $pull: { slots: { token } } });
+    return doc !== null;
+  }
+
+  /** Agents holding a slot taken before `before` (candidates for the leak check after a crash). */
+  async withSlotsBefore(before: string): Promise<{ id: string; slots: Slot[] }[]> {
+    const docs = await this.collection.find({ 'slots.at': { $lt: before } }, {});
+    return docs.map((d) => ({ id: d.id, slots: d.slots.filter((s) => s.at < before) }));
+  }
+}

@@ -1,0 +1,143 @@
+import type { ActivitySummary, Assignment, LeadStatus, ScoreBreakdown } from '@estate/contracts/leads';
+import type { OutboxDoc, OutboxEntry } from '@estate/bus';
+import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
+import { emailKey, phoneKey, searchTokens } from '../contact';
+import type { EngagementType } from '../scoring';
+import { replaceFields, storable } from './documents';
+
+/** The lead as the service works on it: the public fields plus what it keeps to compute them. */
+export interface LeadRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  email?: string;
+  phone?: string;
+  source: string;
+  status: LeadStatus;
+  agentId?: string;
+  assignment?: Assignment;
+  score: number;
+  scoreSource: 'engine' | 'manual';
+  scoreBreakdown: ScoreBreakdown;
+  tags: string[];
+  propertyInterests: { listingId: string; note?: string }[];
+  /** Timeline aggregates the score is computed from. */
+  activityCounts: Partial<Record<EngagementType, number>>;
+  lastActivityByType: Partial<Record<EngagementType, string>>;
+  /** The newest few activities (by occurredAt), served with the lead without a timeline query. */
+  recentActivities: ActivitySummary[];
+  /** Ids of the latest activities applied, newest last: a redelivered command finds its own here. */
+  appliedActivityIds: string[];
+  /** The capacity slot the lead holds on its agent while it is open and assigned. */
+  slot?: { agentId: string; token: string };
+  createdAt: string;
+  updatedAt: string;
+  lastActivityAt: string;
+  version: number;
+}
+
+/** As stored: plus the derived fields queries use, and the outbox. */
+type LeadDoc = LeadRecord &
+  OutboxDoc & {
+    emailKey?: string;
+    phoneKey?: string;
+    searchTokens: string[];
+    interestListingIds: string[];
+  };
+
+/** A lead as read, with what a compare-and-set write must know of its outbox. */
+export interface StoredLead {
+  lead: LeadRecord;
+  outbox: OutboxEntry[];
+  outboxPending: boolean;
+}
+
+export const LEADS_COLLECTION = 'leads';
+
+const REPLACED_FIELDS = [
+  'name', 'email', 'phone', 'source', 'status', 'agentId', 'assignment', 'score', 'scoreSource', 'scoreBreakdown', 'tags', 'propertyInterests',
+  'activityCounts', 'lastActivityByType', 'recentActivities', 'appliedActivityIds', 'slot', 'updatedAt', 'lastActivityAt', 'version',
+  'emailKey', 'phoneKey', 'searchTokens', 'interestListingIds',
+] as const;
+
+function derived(lead: LeadRecord): Pick<LeadDoc, 'emailKey' | 'phoneKey' | 'searchTokens' | 'interestListingIds'> {
+  return {
+    emailKey: lead.email ? emailKey(lead.accountId, lead.email) : undefined,
+    phoneKey: lead.phone ? phoneKey(lead.accountId, lead.phone) : undefined,
+    searchTokens: searchTokens(lead),
+    interestListingIds: lead.propertyInterests.map((i) => i.listingId),
+  };
+}
+
+function toRecord(doc: LeadDoc): LeadRecord {
+  const { _outbox, _outboxPending, _deleted, emailKey: _e, phoneKey: _p, searchTokens: _s, interestListingIds: _i, ...record } = doc;
+  return record;
+}
+
+function toStored(doc: LeadDoc): StoredLead {
+  return { lead: toRecord(doc), outbox: doc._outbox ?? [], outboxPending: doc._outboxPending === true };
+}
+
+export class LeadRepository {
+  private constructor(readonly collection: DocumentCollection<LeadDoc>) {}
+
+  static async open(store: DocumentStore): Promise<LeadRepository> {
+    const col = await store.collection<LeadDoc>(LEADS_COLLECTION, [
+      { fields: { emailKey: 1 }, unique: true, sparse: true },
+      { fields: { phoneKey: 1 }, unique: true, sparse: true },
+      { fields: { accountId: 1, createdAt: -1 } },
+      { fields: { accountId: 1, agentId: 1 } },
+      { fields: { searchTokens: 1 } },
+      { fields: { interestListingIds: 1 } },
+      { fields: { 'slot.token': 1 } },
+      { fields: { _outboxPending: 1 } },
+    ]);
+    return new LeadRepository(col);
+  }
+
+  /** Inserts a new lead with its events; throws DuplicateKeyError when its email or phone is taken in the account. */
+  async insert(lead: LeadRecord, events: OutboxEntry[]): Promise<void> {
+    await this.collection.insertOne(storable({ ...lead, ...derived(lead), _outbox: events, _outboxPending: events.length > 0 }) as LeadDoc);
+  }
+
+  async get(accountId: string, id: string): Promise<StoredLead | null> {
+    const doc = await this.collection.findOne({ id, accountId });
+    return doc ? toStored(doc) : null;
+  }
+
+  /** The lead that has this email, else the one that has this phone, in the account. */
+  async findByContact(accountId: string, contact: { email?: string; phone?: string }): Promise<StoredLead | null> {
+    // Two indexed lookups rather than one `$or`, which NeDB cannot answer from its indexes.
+    const byEmail = contact.email ? await this.collection.findOne({ emailKey: emailKey(accountId, contact.email) }) : null;
+    if (byEmail) return toStored(byEmail);
+    const byPhone = contact.phone ? await this.collection.findOne({ phoneKey: phoneKey(accountId, contact.phone) }) : null;
+    return byPhone ? toStored(byPhone) : null;
+  }
+
+  /**
+   * Compare-and-set: writes `next` and appends `events` to the outbox if the lead is still as it
+   * was read (same version, same outbox state; the relay clears the outbox without changing the
+   * version). Null when someone else wrote first. Throws DuplicateKeyError on a taken email/phone.
+   */
+  async replace(current: StoredLead, next: LeadRecord, events: OutboxEntry[]): Promise<LeadRecord | null> {
+    const fields = replaceFields({ ...next, ...derived(next) }, REPLACED_FIELDS);
+    const doc = await this.collection.updateOne(
+      { id: current.lead.id, accountId: current.lead.accountId, version: current.lead.version, _outboxPending: current.outboxPending ? true : { $ne: true } },
+      { ...fields, $set: { ...fields.$set, _outbox: [...current.outbox, ...events], _outboxPending: current.outboxPending || events.length > 0 } },
+    );
+    return doc ? toRecord(doc) : null;
+  }
+
+  async find(filter: Filter, options: FindOptions): Promise<LeadRecord[]> {
+    return (await this.collection.find(filter, options)).map(toRecord);
+  }
+
+  async count(filter: Filter): Promise<number> {
+    return this.collection.count(filter);
+  }
+
+  async findBySlotToken(token: string): Promise<LeadRecord | null> {
+    const doc = await this.collection.findOne({ 'slot.token': token });
+    return doc ? toRecord(doc) : null;
+  }
+}

@@ -1,0 +1,68 @@
+import type { LeadListingSummary } from '@estate/contracts/leads';
+import { DuplicateKeyError, type DocumentCollection, type DocumentStore, type Update } from '@estate/store';
+import { storable } from './documents';
+
+type Photo = LeadListingSummary['primaryPhoto'];
+
+/**
+ * What the leads service knows of a listing, from listing events (`listingVersion`) and media
+ * events (`mediaVersion`, the listing's media revision). Each source is applied only when newer
+ * than what is stored, so redelivered or late events change nothing. A deleted listing stays as a
+ * tombstone so that a late `updated` cannot bring it back.
+ */
+interface SummaryDoc {
+  id: string;
+  accountId: string;
+  listingVersion?: number;
+  summary?: Omit<LeadListingSummary, 'primaryPhoto'> & { primaryPhoto?: NonNullable<Photo> };
+  deleted?: boolean;
+  mediaVersion?: number;
+  mediaPhoto?: NonNullable<Photo>;
+}
+
+export const LISTING_SUMMARIES_COLLECTION = 'listing_summaries';
+
+export class ListingSummaryRepository {
+  private constructor(private readonly collection: DocumentCollection<SummaryDoc>) {}
+
+  static async open(store: DocumentStore): Promise<ListingSummaryRepository> {
+    return new ListingSummaryRepository(await store.collection<SummaryDoc>(LISTING_SUMMARIES_COLLECTION, [{ fields: { accountId: 1 } }]));
+  }
+
+  /** A listing created or updated (`summary`), or deleted (null), at `version`; true when it changed what is stored. */
+  async applyListing(accountId: string, listingId: string, version: number, summary: LeadListingSummary | null): Promise<boolean> {
+    const fields = summary ? { summary: storable(summary) as SummaryDoc['summary'] } : { deleted: true };
+    const update: Update = summary ? { $set: { listingVersion: version, ...fields }, $unset: { deleted: true } } : { $set: { listingVersion: version, ...fields }, $unset: { summary: true } };
+    return this.applyNewer(accountId, listingId, 'listingVersion', version, { listingVersion: version, ...fields }, update);
+  }
+
+  /** The listing's primary photo after a media change at media revision `version`. */
+  async applyMedia(accountId: string, listingId: string, version: number, photo: Photo): Promise<boolean> {
+    const update: Update = photo ? { $set: { mediaVersion: version, mediaPhoto: photo } } : { $set: { mediaVersion: version }, $unset: { mediaPhoto: true } };
+    return this.applyNewer(accountId, listingId, 'mediaVersion', version, storable({ mediaVersion: version, mediaPhoto: photo ?? undefined }), update);
+  }
+
+  /** Summaries of the listings known and not deleted, by id. */
+  async resolve(accountId: string, listingIds: readonly string[]): Promise<Map<string, LeadListingSummary>> {
+    const out = new Map<string, LeadListingSummary>();
+    if (listingIds.length === 0) return out;
+    const docs = await this.collection.find({ accountId, id: { $in: [...new Set(listingIds)] } }, {});
+    for (const doc of docs) {
+      if (doc.deleted || !doc.summary) continue;
+      const photo = doc.mediaVersion !== undefined ? doc.mediaPhoto : doc.summary.primaryPhoto;
+      out.set(doc.id, { ...doc.summary, address: { ...doc.summary.address }, primaryPhoto: photo ?? null });
+    }
+    return out;
+  }
+
+  private async applyNewer(accountId: string, id: string, field: 'listingVersion' | 'mediaVersion', version: number, created: Partial<SummaryDoc>, update: Update): Promise<boolean> {
+    try {
+      await this.collection.insertOne({ id, accountId, ...created });
+      return true;
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+    const applied = await this.collection.updateOne({ id, accountId, $or: [{ [field]: { $lt: version } }, { [field]: { $exists: false } }] }, update);
+    return applied !== null;
+  }
+}

@@ -1,0 +1,29 @@
+import { problem } from '@estate/contracts/errors';
+import { scoringConfig, scoringConfigInput } from '@estate/contracts/leads';
+import { callerOf } from '@estate/platform/auth';
+import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
+import type { FastifyInstance } from 'fastify';
+import type { ScoringService } from '../scoring.service';
+
+const errors = { 400: problem, 401: problem, 403: problem, 409: problem, 412: problem, 422: problem };
+const tags = ['scoring'];
+
+export async function scoringRoutes(app: FastifyInstance, { scoring }: { scoring: ScoringService }) {
+  const r = typed(app);
+
+  r.get('/v1/scoring/config', {
+    schema: { tags, summary: 'The scoring configuration (the documented defaults until changed)', response: { 200: scoringConfig, ...errors } },
+  }, async (request, reply) => {
+    const config = await scoring.get(callerOf(request));
+    setEtag(reply, config.version);
+    return config;
+  });
+
+  r.put('/v1/scoring/config', {
+    schema: { tags, summary: 'Replace the scoring configuration; existing leads are rescored in the background', body: scoringConfigInput, response: { 200: scoringConfig, ...errors } },
+  }, async (request, reply) => {
+    const config = await scoring.put(callerOf(request), request.body, ifMatchVersion(request));
+    setEtag(reply, config.version);
+    return config;
+  });
+}

@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import { MemoryBus, type Bus, type BusMessage } from '@estate/bus';
+import type { Identity } from '@estate/contracts/accounts';
+import type { Subject } from '@estate/contracts/events';
+import type { Listing } from '@estate/contracts/listings';
+import { requireSignedIdentity } from '@estate/platform/auth';
+import { createHttpApp } from '@estate/platform/http';
+import { NedbDocumentStore, type DocumentStore } from '@estate/store';
+import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pino from 'pino';
+import { leadsApp } from '../src/app';
+import { composeLeads, type LeadsRuntime } from '../src/compose';
+
+export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+/** Every subject the leads service publishes. */
+export const leadSubjects = ['leads.lead.created', 'leads.lead.updated', 'leads.lead.assigned', 'leads.lead.scored', 'leads.activity.recorded'] as const;
+
+export interface LeadsHarness {
+  app: FastifyInstance;
+  runtime: LeadsRuntime;
+  bus: Bus;
+  store: DocumentStore;
+  /** Everything the leads service published, in order (after `runtime.relay.flush()`). */
+  events: BusMessage<(typeof leadSubjects)[number]>[];
+  call(who: Identity | null, method: string, url: string, payload?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+/** The leads service over HTTP with `app.inject()`, on the adapters given (embedded ones by default). */
+export async function startLeads(options: { store?: DocumentStore; bus?: Bus; clock?: () => Date; record?: boolean } = {}): Promise<LeadsHarness> {
+  const store = options.store ?? new NedbDocumentStore();
+  const bus = options.bus ?? new MemoryBus(log, 5);
+  const events: LeadsHarness['events'] = [];
+  const recorder = options.record === false ? null : await bus.subscribe(leadSubjects, { durable: `test-recorder-${randomBytes(4).toString('hex')}` }, async (m) => void events.push(m));
+  const runtime = await composeLeads({ store, bus, log, clock: options.clock });
+  const app = await createHttpApp({ service: 'leads', logger: log, openapi: { title: 'Leads service' } });
+  requireSignedIdentity(app, TEST_SIGNING_SECRET);
+  await app.register(leadsApp, { runtime });
+  await app.ready();
+  await runtime.start();
+  return {
+    app,
+    runtime,
+    bus,
+    store,
+    events,
+    call: (who, method, url, payload, headers = {}) =>
+      app.inject({ method: method as InjectOptions['method'], url, ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}), headers: { ...(who ? asCaller(who, method, url) : {}), ...headers } }),
+    async close() {
+      await app.close();
+      await runtime.stop();
+      await recorder?.stop();
+    },
+  };
+}
+
+export const admin = identityFor('acc_alice');
+export const integration = identityFor('acc_alice', 'integration');
+export const agentKey = (agentId: string) => identityFor('acc_alice', 'agent', agentId);
+export const otherAccount = identityFor('acc_bob');
+
+/** A listing as the listings service publishes it. */
+export function listing(id: string, over: { status?: Listing['status']; listPrice?: number; postalCode?: string; city?: string; propertyType?: Listing['propertyDetails']['propertyType']; version?: number } = {}): Listing {
+  const at = '2025-01-01T00:00:00.000Z';
+  return {
+    id,
+    status: over.status ?? 'active',
+    pricing: { listPrice: over.listPrice ?? 450000, currency: 'USD', pricePerArea: null },
+    propertyDetails: { propertyType: over.propertyType ?? 'residential', livingAreaUnits: 'sqft' },
+    location: { address: { street: '1 Main St', city: over.city ?? 'Austin', stateOrProvince: 'TX', postalCode: over.postalCode ?? '78701', country: 'US' } },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    listedAt: at,
+    version: over.version ?? 1,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
+export async function publishListing(bus: Bus, accountId: string, l: Listing, subject: 'listings.listing.created' | 'listings.listing.updated' = 'listings.listing.created'): Promise<void> {
+  await bus.publish(subject, { eventId: randomBytes(8).toString('hex'), accountId, listingId: l.id, version: l.version, occurredAt: new Date().toISOString(), listing: l });
+}
+
+/** Waits until `check` passes (for work that happens after a message is handed over). */
+export async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() - start > timeoutMs) throw err;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+}
+
+export type SubjectOf<T> = T extends BusMessage<infer S extends Subject> ? S : never;

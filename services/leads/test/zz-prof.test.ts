@@ -1,0 +1,21 @@
+import { Session } from 'node:inspector/promises';
+import { writeFileSync } from 'node:fs';
+import { NedbDocumentStore } from '@estate/store';
+import { admin, startLeads } from './harness';
+it('profile', async () => {
+  const h = await startLeads({ store: new NedbDocumentStore(), record: false });
+  for (let i = 0; i < 3; i++) await h.call(admin, 'POST', '/v1/agents', { name: `A${i}`, email: `a${i}@x.io`, capacity: 1000 });
+  const ids: string[] = [];
+  for (let i = 0; i < 2000; i++) ids.push((await h.call(admin, 'POST', '/v1/leads', { name: `B ${i}`, email: `b${i}@x.io`, phone: `+1 512 555 ${String(i).padStart(4, '0')}`, source: 'zillow', message: 'hi' })).json().id);
+  for (let i = 0; i < 2000; i++) await h.call(admin, 'POST', `/v1/leads/${ids[i]}/route`);
+  const session = new Session(); session.connect(); await session.post('Profiler.enable'); await session.post('Profiler.start');
+  let t = Date.now();
+  for (let i = 0; i < 500; i++) await h.call(admin, 'POST', `/v1/leads/${ids[i]}/route`);
+  console.log('re-route ms/op', (Date.now() - t) / 500);
+  const { profile } = await session.post('Profiler.stop'); writeFileSync('tmp/prof/route.cpuprofile', JSON.stringify(profile));
+  await session.post('Profiler.start'); t = Date.now();
+  for (let i = 0; i < 500; i++) await h.call(admin, 'POST', '/v1/leads', { name: `C ${i}`, email: `c${i}@x.io`, phone: `+1 512 556 ${String(i).padStart(4, '0')}`, source: 'zillow', message: 'hi' });
+  console.log('capture ms/op', (Date.now() - t) / 500);
+  const p2 = await session.post('Profiler.stop'); writeFileSync('tmp/prof/capture.cpuprofile', JSON.stringify(p2.profile));
+  await h.close();
+}, 600_000);

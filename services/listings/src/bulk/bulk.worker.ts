@@ -1,0 +1,235 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Identity } from '@estate/contracts/accounts';
+import type { EventPayload } from '@estate/contracts/events';
+import { jobProgressSubject, type JobItemError, type JobProgress, type JobState } from '@estate/contracts/jobs';
+import { RetryLater, Unprocessable, type Bus, type Subscription } from '@estate/bus';
+import { AppError } from '@estate/platform/errors';
+import type { Logger } from 'pino';
+import type { BulkItemMark, ListingsService, WriteContext } from '../listings.service';
+import type { BulkJobDoc, BulkJobRepository, ItemOutcome } from './bulk-job.repository';
+import { submittedCommand } from './bulk.service';
+
+export interface BulkWorkerDeps {
+  jobs: BulkJobRepository;
+  listings: Pick<ListingsService, 'upsert'>;
+  bus: Bus;
+  clock: () => Date;
+  log: Logger;
+  /** How long a job stays this worker's without a sign of life (renewed every third of it). */
+  leaseMs?: number;
+  /** JetStream ack wait of a job delivery (kept alive while the job runs). */
+  ackWaitMs?: number;
+}
+
+/** Every listings replica subscribes under this name: together they are one work-queue consumer. */
+export const BULK_WORKERS_DURABLE = 'listings-bulk-workers';
+/** A worker that dies is noticed within this (ack wait) and its lease lapses within the lease time. */
+const DEFAULT_ACK_WAIT_MS = 10_000;
+const DEFAULT_LEASE_MS = 10_000;
+/**
+ * Deliveries are not how a job gives up: one that waits for another worker's lease, or passes
+ * through a deployment that shares the NATS server, is no failure. Attempts on the job are.
+ */
+const MAX_DELIVER = 1000;
+/** A job taken up this many times without ending (its worker crashing, or failing on it) has its remaining items failed. */
+const MAX_ATTEMPTS = 8;
+/** A queued command whose job no store of ours has is given this long to reach its own deployment, then dropped. */
+const FOREIGN_GRACE_MS = 10 * 60 * 1000;
+/**
+ * Outcomes are recorded on the job (and announced) in groups: at most this many items, or this
+ * long, apart. A crash can leave up to a group applied but unrecorded; the listings' own record of
+ * the items applied to them (the last 20, see `upsert`) recognises them on the rerun, which needs
+ * the group to stay well under that.
+ */
+const RECORD_EVERY_ITEMS = 10;
+const RECORD_EVERY_MS = 200;
+
+function stateAfter(job: BulkJobDoc): JobState {
+  if (job.progress.failed === 0) return 'succeeded';
+  return job.progress.succeeded === 0 ? 'failed' : 'partially_failed';
+}
+
+function progressOf(job: BulkJobDoc): JobProgress {
+  return { jobId: job.id, state: job.state, progress: job.progress, startedAt: job.startedAt ?? null, finishedAt: job.finishedAt ?? null };
+}
+
+/** The item's error as the job reports it: the first offending field as `path`, every issue in `message`. */
+function itemError(index: number, item: Record<string, unknown>, err: AppError): JobItemError {
+  const fields = err.extra.errors ?? [];
+  const message = fields.length > 0 ? fields.map((f) => (f.path ? `${f.path}: ${f.message}` : f.message)).join('; ') : err.detail;
+  const path = fields[0]?.path || (err.code === 'listing_not_found' ? 'id' : err.code === 'listing_exists' ? 'externalId' : undefined);
+  return {
+    index,
+    ...(typeof item.externalId === 'string' ? { externalId: item.externalId } : {}),
+    code: err.code,
+    message,
+    ...(path ? { path } : {}),
+  };
+}
+
+/**
+ * Runs bulk jobs from the `listings.bulk-job.submitted` work queue, one at a time per replica.
+ * A job is processed under a lease, item by item in order; outcomes are recorded on the job as it
+ * goes and announced on `jobs.<id>.progress`. A delivery is acknowledged only once its job has
+ * ended, so a job whose worker dies is redelivered and resumed after its last recorded item; an
+ * item written but not yet recorded is recognised by the listing it wrote (see `upsert`).
+ */
+export class BulkWorker {
+  /** Identifies this worker in leases and logs. */
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private subscription?: Subscription;
+  private stopping = false;
+  private readonly leaseMs: number;
+
+  constructor(private readonly deps: BulkWorkerDeps) {
+    this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  async start(): Promise<void> {
+    this.stopping = false;
+    this.subscription = await this.deps.bus.subscribe(
+      ['listings.bulk-job.submitted'],
+      { durable: BULK_WORKERS_DURABLE, ackWaitMs: this.deps.ackWaitMs ?? DEFAULT_ACK_WAIT_MS, maxDeliver: MAX_DELIVER, prefetch: 1 },
+      (message) => this.run(message.payload, message.deliveryCount),
+    );
+  }
+
+  /** Stops taking jobs; a job in progress stops after its current item and goes back to the queue. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.subscription?.stop();
+    this.subscription = undefined;
+  }
+
+  /**
+   * Puts every unfinished job back in the queue and drops the leases of the previous run. Only
+   * for a queue that does not outlive the process (the in-process bus), whose process is the
+   * only worker: JetStream keeps unacknowledged jobs by itself.
+   */
+  async requeueUnfinished(): Promise<number> {
+    await this.deps.jobs.releaseAll();
+    const open = await this.deps.jobs.unfinished();
+    for (const job of open) {
+      const command = submittedCommand(job);
+      await this.deps.bus.publish('listings.bulk-job.submitted', command, { msgId: command.eventId, requestId: job.requestId });
+    }
+    if (open.length > 0) this.deps.log.info({ jobs: open.length }, 'unfinished bulk jobs re-queued');
+    return open.length;
+  }
+
+  /** Handles one delivery of a job; resolves (acknowledges) only when the job has ended. */
+  async run(command: EventPayload<'listings.bulk-job.submitted'>, deliveryCount: number): Promise<void> {
+    const { jobId } = command;
+    const job = await this.deps.jobs.load(jobId);
+    if (!job) {
+      // A job is stored before its command is queued, so this command belongs to another deployment
+      // sharing the NATS server: hand it back for one of its own workers rather than drop it.
+      if (this.deps.clock().getTime() - Date.parse(command.occurredAt) > FOREIGN_GRACE_MS) {
+        throw new Unprocessable(`bulk job ${jobId} is in no store this command reached; dropping it`);
+      }
+      throw new RetryLater(`bulk job ${jobId} is not in this service's store`, 1000);
+    }
+    if (job.state !== 'queued' && job.state !== 'running') return;
+    const claimed = await this.deps.jobs.claim(jobId, this.owner, this.deps.clock(), this.leaseMs, !job.startedAt);
+    if (!claimed) {
+      const held = await this.deps.jobs.load(jobId);
+      if (!held || (held.state !== 'queued' && held.state !== 'running')) return;
+      // Another worker holds it (this is a redelivery): come back when its lease would have lapsed.
+      const wait = held.lease ? Date.parse(held.lease.until) - this.deps.clock().getTime() : 0;
+      throw new RetryLater(`bulk job ${jobId} is held by ${held.lease?.owner ?? 'another worker'}`, Math.max(250, wait + 250));
+    }
+    const log = this.deps.log.child({ jobId, requestId: claimed.requestId });
+    const attempt = claimed.attempts ?? 1;
+    if (attempt > MAX_ATTEMPTS) {
+      await this.abandon(claimed, log);
+      return;
+    }
+    log.info(
+      { from: claimed.progress.processed, total: claimed.progress.total, attempt, deliveryCount, worker: this.owner },
+      claimed.progress.processed > 0 || attempt > 1 ? 'bulk job resumed' : 'bulk job started',
+    );
+
+    let leaseLost = false;
+    const renewal = setInterval(() => {
+      this.deps.jobs.renew(jobId, this.owner, this.deps.clock(), this.leaseMs).then(
+        (held) => (leaseLost ||= !held),
+        (err: unknown) => log.warn({ err }, 'bulk job lease renewal failed'),
+      );
+    }, Math.max(100, Math.floor(this.leaseMs / 3)));
+    try {
+      await this.process(claimed, () => leaseLost, log);
+    } catch (err) {
+      if (err instanceof RetryLater) throw err;
+      // Let any replica retry at once rather than after the lease (the bus backs off).
+      await this.deps.jobs.release(jobId, this.owner).catch(() => undefined);
+      throw err;
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  private async process(claimed: BulkJobDoc, leaseLost: () => boolean, log: Logger): Promise<void> {
+    const jobId = claimed.id;
+    const who: Identity = { accountId: claimed.accountId, keyId: claimed.submittedBy.keyId, role: claimed.submittedBy.role, agentId: null };
+    const ctx: WriteContext = { who, requestId: claimed.requestId };
+    let job = claimed;
+    let pending: ItemOutcome[] = [];
+    let recordedAt = Date.now();
+    const record = async (): Promise<void> => {
+      const recorded = await this.deps.jobs.record(job, this.owner, pending, this.deps.clock(), this.leaseMs);
+      // Not where this worker left it, or not its own: another worker took the job over and carries on.
+      if (!recorded) throw new RetryLater(`bulk job ${jobId}: taken over at item ${job.progress.processed}`, this.leaseMs);
+      job = recorded;
+      pending = [];
+      recordedAt = Date.now();
+      this.announce(job);
+    };
+
+    this.announce(job);
+    for (let index = job.progress.processed; index < job.progress.total; index++) {
+      if (this.stopping) {
+        if (pending.length > 0) await record();
+        await this.deps.jobs.release(jobId, this.owner);
+        log.info({ at: index }, 'bulk job handed back: the worker is stopping');
+        throw new RetryLater('worker stopping; job handed back', 0);
+      }
+      if (leaseLost()) throw new RetryLater(`bulk job ${jobId}: lease lost`, this.leaseMs);
+      pending.push(await this.apply(ctx, job.items[index], { jobId, index }));
+      if (pending.length >= RECORD_EVERY_ITEMS || Date.now() - recordedAt >= RECORD_EVERY_MS) await record();
+    }
+    if (pending.length > 0) await record();
+    const finished = await this.deps.jobs.finish(jobId, this.owner, stateAfter(job), this.deps.clock());
+    if (!finished) throw new RetryLater(`bulk job ${jobId}: taken over before it could finish`, this.leaseMs);
+    this.announce(finished);
+    log.info({ state: finished.state, ...finished.progress }, 'bulk job finished');
+  }
+
+  private async apply(ctx: WriteContext, raw: string, mark: BulkItemMark): Promise<ItemOutcome> {
+    const item = JSON.parse(raw) as Record<string, unknown>;
+    try {
+      const done = await this.deps.listings.upsert(ctx, item, mark);
+      return { result: { index: mark.index, id: done.id, action: done.action } };
+    } catch (err) {
+      // The item's own problem; anything else (store down...) fails the delivery and is retried.
+      if (err instanceof AppError && err.status < 500) return { error: itemError(mark.index, item, err) };
+      throw err;
+    }
+  }
+
+  /** The job was taken up too many times without ending: its remaining items are reported failed and it ends. */
+  private async abandon(job: BulkJobDoc, log: Logger): Promise<void> {
+    log.error({ attempts: job.attempts, at: job.progress.processed }, 'bulk job never finished after repeated attempts; failing its remaining items');
+    const errors: JobItemError[] = [];
+    for (let index = job.progress.processed; index < job.progress.total; index++) {
+      errors.push({ index, code: 'internal_error', message: 'The item could not be processed; the request id identifies the failure in our logs' });
+    }
+    const state: JobState = job.progress.succeeded === 0 ? 'failed' : 'partially_failed';
+    const ended = await this.deps.jobs.abandon(job, this.owner, errors, state, this.deps.clock());
+    if (ended) this.announce(ended);
+  }
+
+  private announce(job: BulkJobDoc): void {
+    this.deps.bus.notify(jobProgressSubject(job.id), progressOf(job), { requestId: job.requestId });
+  }
+}

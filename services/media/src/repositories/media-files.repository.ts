@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { BlobInfo, BlobStore } from '@estate/blobs';
+import type { Rendition } from '../gallery.rules';
+
+export type FileFormat = 'jpeg' | 'png' | 'webp';
+
+/** What the worker makes of one upload: files to store, by public name and format. */
+export interface RenderedFile {
+  rendition: Rendition;
+  format: FileFormat;
+  contentType: string;
+  data: Buffer;
+}
+
+const TOKEN = /^[A-Za-z0-9_-]{22}$/;
+
+/** 128 random bits: the public file URLs need no key, so they must not be guessable. */
+export function newFileToken(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/**
+ * The files of one image under its token: the upload as received (`source`, never served: it
+ * may carry GPS and other metadata) and the renditions the worker makes from it.
+ */
+function keyOf(token: string, name: string): string {
+  return `media/${token}/${name}`;
+}
+
+const renditionName = (rendition: Rendition, format: FileFormat) => (rendition === 'original' ? 'original' : `${rendition}.${format}`);
+
+/** Every name a token's files may have, for deleting them all. */
+const ALL_NAMES = ['source', 'original', 'large.jpeg', 'large.webp', 'thumb.jpeg', 'thumb.webp'];
+
+export class MediaFiles {
+  constructor(private readonly blobs: BlobStore) {}
+
+  /** Streams an upload in; `maxBytes` cuts it off (BlobTooLargeError) without storing anything. */
+  putSource(token: string, source: Readable, contentType: string, maxBytes: number): Promise<BlobInfo> {
+    return this.blobs.put(keyOf(token, 'source'), source, { contentType, maxBytes });
+  }
+
+  async readSource(token: string): Promise<Readable | null> {
+    return (await this.blobs.get(keyOf(token, 'source')))?.stream ?? null;
+  }
+
+  async putRendition(token: string, file: RenderedFile): Promise<void> {
+    await this.blobs.put(keyOf(token, renditionName(file.rendition, file.format)), Readable.from([file.data]), { contentType: file.contentType });
+  }
+
+  /** A public file: `original` in its own format; `large` and `thumb` as JPEG, or WebP when asked. */
+  async open(token: string, rendition: Rendition, format: 'jpeg' | 'webp' = 'jpeg'): Promise<{ info: BlobInfo; stream: Readable } | null> {
+    if (!TOKEN.test(token) || (rendition === 'original' && format === 'webp')) return null;
+    return this.blobs.get(keyOf(token, renditionName(rendition, format)));
+  }
+
+  /** Removes every file of the token (idempotent). */
+  async deleteAll(token: string): Promise<void> {
+    for (const name of ALL_NAMES) await this.blobs.delete(keyOf(token, name));
+  }
+
+  ping(): Promise<void> {
+    return this.blobs.ping();
+  }
+}
