@@ -1,11 +1,8 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { signIdentity } from '@estate/platform/auth';
 import { describeWithEngines, listingBody } from '@estate/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import mongoose from 'mongoose';
 import sharp from 'sharp';
 import { buildDist, dropSearchIndex, eventually, freePort, searchEnv, startService, stopAll, waitReady, type RunningService } from './processes';
@@ -27,29 +24,6 @@ async function jpeg(width: number, height: number, exif = false): Promise<Buffer
       .withMetadata({ orientation: 6 });
   }
   return img.toBuffer();
-}
-
-/**
- * A JetStream server of this run's own when `nats-server` is installed (as the engines script
- * installs it). Durable consumers are named per service, so media processes of another suite
- * running at the same time on a shared server would take this run's listing events and jobs.
- */
-async function privateNats(port: number): Promise<{ url: string; child: ChildProcess; dir: string } | null> {
-  if (spawnSync('nats-server', ['--version']).status !== 0) return null;
-  const dir = mkdtempSync(join(tmpdir(), 'sys-media-nats-'));
-  const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => {
-        socket.end();
-        resolve(true);
-      }).on('error', () => resolve(false));
-    });
-    if (up) return { url: `nats://127.0.0.1:${port}`, child, dir };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error('private nats-server did not start');
 }
 
 function form(files: Buffer[], captions: string[] = []): FormData {
@@ -78,7 +52,9 @@ describeWithEngines('media across processes (gateway, listings, two media replic
   let mediaReplica = '';
   let key = '';
   let accountId = '';
-  let nats: Awaited<ReturnType<typeof privateNats>> = null;
+  // Streams and durable consumers of this run's own: suites running beside it on the same server
+  // have media processes too, which would otherwise take this run's listing events and jobs.
+  const namespace = `sysmedia_${run}`;
 
   const api = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${gateway}${path}`, {
@@ -107,9 +83,7 @@ describeWithEngines('media across processes (gateway, listings, two media replic
   beforeAll(async () => {
     buildDist();
     const ports = { gateway: await freePort(), listings: await freePort(), media: await freePort(), media2: await freePort(), leads: await freePort() };
-    nats = await privateNats(await freePort());
-    if (!nats) process.stderr.write('[media system test] nats-server not installed: using the shared NATS_URL, where parallel suites may take this run\'s messages\n');
-    const common = { MONGODB_URL: urls.MONGODB_URL, NATS_URL: nats?.url ?? urls.NATS_URL, INTERNAL_SIGNING_SECRET: secret, LOG_LEVEL: 'info', ...searchEnv(urls.ELASTICSEARCH_URL, `m${run}`) };
+    const common = { MONGODB_URL: urls.MONGODB_URL, NATS_URL: urls.NATS_URL, NATS_NAMESPACE: namespace, INTERNAL_SIGNING_SECRET: secret, LOG_LEVEL: 'info', ...searchEnv(urls.ELASTICSEARCH_URL, `m${run}`) };
     services.push(startService('listings', { ...common, PORT: String(ports.listings), MONGODB_DATABASE: `sysm_${run}_listings` }));
     services.push(startService('leads', { ...common, PORT: String(ports.leads), MONGODB_DATABASE: `sysm_${run}_leads` }));
     for (const port of [ports.media, ports.media2]) services.push(startService('media', { ...common, PORT: String(port), MONGODB_DATABASE: `sysm_${run}_media` }));
@@ -138,11 +112,14 @@ describeWithEngines('media across processes (gateway, listings, two media replic
 
   afterAll(async () => {
     await stopAll(services);
-    if (nats) {
-      nats.child.kill('SIGTERM');
-      rmSync(nats.dir, { recursive: true, force: true });
-    }
     await dropSearchIndex(urls.ELASTICSEARCH_URL, `m${run}`);
+    const nc = await connect({ servers: urls.NATS_URL, name: 'sys-media-cleanup' });
+    try {
+      const jsm = await jetstreamManager(nc);
+      for await (const st of jsm.streams.list()) if (st.config.name.startsWith(`${namespace}_`)) await jsm.streams.delete(st.config.name);
+    } finally {
+      await nc.close();
+    }
     const conn = await mongoose.createConnection(urls.MONGODB_URL).asPromise();
     try {
       for (const db of databases) await conn.useDb(db).dropDatabase();
