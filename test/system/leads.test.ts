@@ -5,7 +5,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import mongoose from 'mongoose';
 import pino from 'pino';
-import { buildDist, dropSearchIndex, eventually, freePort, searchEnv, startService, stopAll, waitReady, type RunningService } from './processes';
+import { buildDist, dropNatsNamespace, dropSearchIndex, eventually, freePort, searchEnv, startService, stopAll, waitReady, type RunningService } from './processes';
 
 /**
  * Tier 3: leads in the distributed profile. Two leads replicas share one database; two gateways
@@ -77,13 +77,7 @@ describeWithEngines('leads through the gateway (separate processes, two leads re
     } finally {
       await conn.close();
     }
-    const nc = await connect({ servers: urls.NATS_URL, name: 'sys-leads-cleanup' });
-    try {
-      const jsm = await jetstreamManager(nc);
-      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`${namespace}_`)) await jsm.streams.delete(s.config.name);
-    } finally {
-      await nc.close();
-    }
+    await dropNatsNamespace(urls.NATS_URL, namespace);
   }, 60_000);
 
   it('captures without duplicates across replicas and shows interests from the listing projection', async () => {

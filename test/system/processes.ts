@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { REPO_ROOT } from '@estate/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 
 export { buildDist } from '@estate/testing';
 
@@ -94,5 +96,16 @@ export async function eventually<T>(check: () => Promise<T>, timeoutMs = 10_000)
       if (Date.now() - start > timeoutMs) throw err;
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+}
+
+/** Deletes the JetStream streams of a run's NATS namespace (the durable consumers go with them). */
+export async function dropNatsNamespace(natsUrl: string, namespace: string): Promise<void> {
+  const nc = await connect({ servers: natsUrl, name: `cleanup-${namespace}` });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`${namespace}_`)) await jsm.streams.delete(s.config.name);
+  } finally {
+    await nc.close();
   }
 }

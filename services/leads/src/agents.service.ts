@@ -13,6 +13,7 @@ import type { LeadWriter } from './lead-writer';
 import type { AgentRepository } from './repositories/agent.repository';
 import type { LeadRepository } from './repositories/lead.repository';
 import type { RoutingRepository } from './repositories/routing.repository';
+import { updateVersioned } from './versioned';
 
 export interface AgentsDeps {
   agents: AgentRepository;
@@ -24,7 +25,6 @@ export interface AgentsDeps {
 }
 
 const ORDER: SortOrder = { field: 'createdAt', direction: 1 };
-const MAX_CAS_RETRIES = 5;
 /** A slot this old whose lead does not hold it was left by a crash between two writes. */
 export const SLOT_GRACE_MS = 10 * 60 * 1000;
 
@@ -59,9 +59,7 @@ export class AgentsService {
   }
 
   async update(who: Identity, id: string, patch: AgentPatch, ifMatch?: number): Promise<Agent> {
-    for (let attempt = 0; attempt < MAX_CAS_RETRIES; attempt++) {
-      const current = await this.get(who, id);
-      if (ifMatch !== undefined && ifMatch !== current.version) throw new AppError('version_mismatch', `The agent is at version ${current.version}, not ${ifMatch}`);
+    return updateVersioned('agent', ifMatch, () => this.get(who, id), async (current) => {
       const { id: _id, openLeads, version, createdAt, updatedAt, phone, ...writable } = current;
       const parsed = agentInput.safeParse(applyMergePatch({ ...writable, ...(phone ? { phone } : {}) }, patch));
       if (!parsed.success) throw validationError(parsed.error, [], 'The agent would not be valid after this change');
@@ -72,11 +70,8 @@ export class AgentsService {
         version: version + 1,
         updatedAt: this.deps.clock().toISOString(),
       };
-      const saved = await this.deps.agents.replace(who.accountId, next, version);
-      if (saved) return saved;
-      if (ifMatch !== undefined) throw new AppError('version_mismatch', 'The agent changed while this update was applied');
-    }
-    throw new AppError('conflict', 'The agent is changing too often to apply this update; retry');
+      return this.deps.agents.replace(who.accountId, next, version);
+    });
   }
 
   /** Deletes an agent holding no open lead (and takes it out of the rules and the team default). */
@@ -98,15 +93,15 @@ export class AgentsService {
    * grace period are looked at, so routings in flight are never touched.
    */
   async auditSlots(): Promise<number> {
-    const before = new Date(this.deps.clock().getTime() - SLOT_GRACE_MS).toISOString();
+    const before = new Date(this.deps.clock().getTime() - SLOT_GRACE_MS);
     let released = 0;
-    for (const agent of await this.deps.agents.withSlotsBefore(before)) {
-      for (const slot of agent.slots) {
-        const holder = await this.deps.leads.findBySlotToken(slot.token);
+    for (const agent of await this.deps.agents.slotsTakenBefore(before)) {
+      for (const token of agent.tokens) {
+        const holder = await this.deps.leads.findBySlotToken(token);
         if (holder && holder.slot?.agentId === agent.id) continue;
-        await this.deps.writer.release(agent.id, slot.token);
+        await this.deps.writer.release(agent.id, token);
         released++;
-        this.deps.log.warn({ agentId: agent.id, leadId: slot.leadId }, 'released a capacity slot no lead holds');
+        this.deps.log.warn({ agentId: agent.id, token }, 'released a capacity slot no lead holds');
       }
     }
     return released;

@@ -1,7 +1,7 @@
 import { AppError } from '@estate/platform/errors';
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js';
 
-/** Numbers written without a country code are read in this region (see docs/decisions/0041-leads-capture-and-dedupe.md). */
+/** Numbers written without a country code are read in this region (see docs/decisions/0041-leads-capture-and-pipeline.md). */
 export const DEFAULT_PHONE_REGION: CountryCode = 'US';
 
 /** E.164 (`+15125550100`) from any common notation, or null when it is not a valid number. */

@@ -143,39 +143,22 @@ export class LeadWriter {
     const current = stored.lead;
     const now = this.deps.clock().toISOString();
     let next: LeadRecord = { ...current, ...change.fields };
-    const activities = (change.activities ?? []).map((a) => this.activityOf(ctx, current.id, a, now));
-    if (next.status !== current.status) {
-      activities.push(this.activityOf(ctx, current.id, { type: 'status_change', summary: `${current.status} → ${next.status}`, data: { from: current.status, to: next.status } }, now));
-    }
     const agentChanged = (next.agentId ?? null) !== (current.agentId ?? null);
-    if (agentChanged) {
-      next.assignment = next.agentId ? (change.assignment ?? undefined) : undefined;
-      activities.push(
-        this.activityOf(ctx, current.id, {
-          type: 'assignment',
-          summary: next.agentId ? `Assigned to ${next.agentId}` : `Unassigned from ${current.agentId}`,
-          data: {
-            from: current.agentId ?? null,
-            to: next.agentId ?? null,
-            ruleId: next.assignment?.ruleId ?? null,
-            strategy: next.assignment?.strategy ?? null,
-            reason: next.assignment?.reason ?? null,
-          },
-        }, now),
-      );
-    }
+    if (agentChanged) next.assignment = next.agentId ? (change.assignment ?? undefined) : undefined;
+    const activities = [...(change.activities ?? []).map((a) => this.activityOf(ctx, current.id, a, now)), ...this.consequences(ctx, current, next, now)];
     next = withActivities(next, activities);
+
     const breakdown = await this.scoreOf(next);
     next.scoreBreakdown = breakdown;
     if (next.scoreSource === 'engine') next.score = breakdown.engineScore;
     const scoreChanged = next.score !== current.score;
     if (scoreChanged) {
-      const scoreChange = this.activityOf(
-        ctx,
-        current.id,
-        { type: 'score_change', summary: `Score ${current.score} → ${next.score} (${next.scoreSource})`, data: { from: current.score, to: next.score, scoreSource: next.scoreSource }, actor: { type: 'system', id: null, agentId: null } },
-        now,
-      );
+      const scoreChange = this.activityOf(ctx, current.id, {
+        type: 'score_change',
+        summary: `Score ${current.score} → ${next.score} (${next.scoreSource})`,
+        data: { from: current.score, to: next.score, scoreSource: next.scoreSource },
+        actor: { type: 'system', id: null, agentId: null },
+      }, now);
       activities.push(scoreChange);
       next = withActivities(next, [scoreChange]);
     }
@@ -185,42 +168,65 @@ export class LeadWriter {
       return { lead: current, written: false, activities: [] };
     }
 
-    // Capacity: an open, assigned lead holds one slot on its agent.
-    const wanted = isOpen(next.status) && next.agentId ? next.agentId : undefined;
-    let heldHere: string | undefined;
-    let oldSlot: LeadRecord['slot'];
-    if (current.slot?.agentId !== wanted) {
-      oldSlot = current.slot;
-      next.slot = undefined;
-      if (wanted && change.slot?.agentId === wanted) {
-        next.slot = change.slot;
-      } else if (wanted) {
-        heldHere = (await this.deps.agents.hold(ctx.accountId, wanted, current.id, now)) ?? undefined;
-        if (heldHere) next.slot = { agentId: wanted, token: heldHere };
-      }
-    }
-
-    next = { ...next, updatedAt: now, version: current.version + 1 };
-    const events: OutboxEntry[] = [];
-    const base = { accountId: ctx.accountId, leadId: current.id, version: next.version, occurredAt: now };
-    if (published.length > 0) events.push(outboxEntry('leads.lead.updated', { ...base, lead: leadEventView(next), changes: [...published] }, ctx.requestId));
-    if (agentChanged) events.push(outboxEntry('leads.lead.assigned', { ...base, agentId: next.agentId ?? null, previousAgentId: current.agentId ?? null, assignment: next.assignment ?? null }, ctx.requestId));
-    if (scoreChanged) events.push(outboxEntry('leads.lead.scored', { ...base, score: next.score, previousScore: current.score, scoreSource: next.scoreSource }, ctx.requestId));
-    events.push(...activities.map((a) => this.recordedEvent(ctx, next, a)));
+    const slots = await this.slotsFor(ctx, current, next, change);
+    next = { ...next, slot: slots.kept, updatedAt: now, version: current.version + 1 };
+    const events = [
+      ...(published.length > 0 ? [outboxEntry('leads.lead.updated', { ...eventBase(next, now), lead: leadEventView(next), changes: [...published] }, ctx.requestId)] : []),
+      ...(agentChanged ? [outboxEntry('leads.lead.assigned', { ...eventBase(next, now), agentId: next.agentId ?? null, previousAgentId: current.agentId ?? null, assignment: next.assignment ?? null }, ctx.requestId)] : []),
+      ...(scoreChanged ? [outboxEntry('leads.lead.scored', { ...eventBase(next, now), score: next.score, previousScore: current.score, scoreSource: next.scoreSource }, ctx.requestId)] : []),
+      ...activities.map((a) => this.recordedEvent(ctx, next, a)),
+    ];
 
     let written: LeadRecord | null;
     try {
       written = await this.deps.leads.replace(stored, next, events);
     } catch (err) {
-      if (heldHere) await this.release(wanted!, heldHere);
+      if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
       throw err;
     }
     if (!written) {
-      if (heldHere) await this.release(wanted!, heldHere);
+      if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
       return null;
     }
-    await this.afterWrite(ctx, activities, oldSlot);
+    await this.afterWrite(ctx, activities, slots.released);
     return { lead: written, written: true, activities };
+  }
+
+  /** The activities the system records for a change: a status change, an assignment. */
+  private consequences(ctx: ChangeContext, current: LeadRecord, next: LeadRecord, now: string): Activity[] {
+    const out: Activity[] = [];
+    if (next.status !== current.status) {
+      out.push(this.activityOf(ctx, current.id, { type: 'status_change', summary: `${current.status} → ${next.status}`, data: { from: current.status, to: next.status } }, now));
+    }
+    if ((next.agentId ?? null) !== (current.agentId ?? null)) {
+      out.push(this.activityOf(ctx, current.id, {
+        type: 'assignment',
+        summary: next.agentId ? `Assigned to ${next.agentId}` : `Unassigned from ${current.agentId}`,
+        data: {
+          from: current.agentId ?? null,
+          to: next.agentId ?? null,
+          ruleId: next.assignment?.ruleId ?? null,
+          strategy: next.assignment?.strategy ?? null,
+          reason: next.assignment?.reason ?? null,
+        },
+      }, now));
+    }
+    return out;
+  }
+
+  /**
+   * Capacity: an open, assigned lead holds one slot on its agent. Which slot the lead keeps after
+   * the change, the one taken here (given back if the write fails) and the one to give back after it.
+   */
+  private async slotsFor(ctx: ChangeContext, current: LeadRecord, next: LeadRecord, change: Change): Promise<{ kept: LeadRecord['slot']; heldHere?: LeadRecord['slot']; released?: LeadRecord['slot'] }> {
+    const wanted = isOpen(next.status) && next.agentId ? next.agentId : undefined;
+    if (current.slot?.agentId === wanted) return { kept: current.slot };
+    if (!wanted) return { kept: undefined, released: current.slot };
+    if (change.slot?.agentId === wanted) return { kept: change.slot, released: current.slot };
+    const token = await this.deps.agents.hold(ctx.accountId, wanted, this.deps.clock());
+    // An agent that no longer exists holds nothing; the lead keeps its agent id as history.
+    const held = token ? { agentId: wanted, token } : undefined;
+    return { kept: held, heldHere: held, released: current.slot };
   }
 
   /** The timeline entries land right away (read-your-writes); if this fails, the event brings them. */
@@ -291,6 +297,8 @@ export class LeadWriter {
 type Aggregates = Pick<LeadRecord, 'activityCounts' | 'lastActivityByType' | 'lastActivityAt' | 'recentActivities' | 'appliedActivityIds'>;
 /** What the engine reads of a lead. */
 type Scored = Pick<LeadRecord, 'accountId' | 'email' | 'phone' | 'source' | 'activityCounts' | 'lastActivityByType' | 'createdAt' | 'propertyInterests'>;
+
+const eventBase = (lead: LeadRecord, now: string) => ({ accountId: lead.accountId, leadId: lead.id, version: lead.version, occurredAt: now });
 
 /** Weights and points: what a breakdown says, leaving out the wording and how old the recency reading is. */
 const pointsOf = (b: ScoreBreakdown | undefined) => JSON.stringify(b ? Object.values(b.components).map((c) => [c.weight, c.points]) : null);

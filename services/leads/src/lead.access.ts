@@ -4,7 +4,7 @@ import { notFound } from '@estate/platform/errors';
 import type { ChangeContext } from './lead-writer';
 import type { LeadRecord } from './repositories/lead.repository';
 
-/** Who may do what with leads (SPEC section 4; docs/decisions/0044-leads-access.md). */
+/** Who may do what with leads (SPEC section 4; docs/decisions/0044-leads-access-and-events.md). */
 export const LEAD_CAPTURERS = ['admin', 'integration'] as const;
 export const LEAD_READERS = ['admin', 'agent'] as const;
 export const ACTIVITY_WRITERS = ['admin', 'agent', 'integration'] as const;

@@ -7,28 +7,15 @@ export const RECENT_ACTIVITIES = 5;
 /** The lead as the API answers it, with its interests resolved from the listing projection. */
 export function leadView(lead: LeadRecord, listings: ReadonlyMap<string, LeadListingSummary>): Lead {
   return {
-    id: lead.id,
-    name: lead.name,
-    email: lead.email ?? null,
-    phone: lead.phone ?? null,
-    source: lead.source,
-    status: lead.status,
-    agentId: lead.agentId ?? null,
+    ...leadEventView(lead),
     assignment: lead.assignment ?? null,
-    score: lead.score,
-    scoreSource: lead.scoreSource,
     scoreBreakdown: lead.scoreBreakdown,
-    tags: lead.tags,
     propertyInterests: lead.propertyInterests.map((i) => ({ listingId: i.listingId, note: i.note ?? null, listing: listings.get(i.listingId) ?? null })),
     latestActivities: lead.recentActivities,
-    createdAt: lead.createdAt,
-    updatedAt: lead.updatedAt,
-    lastActivityAt: lead.lastActivityAt,
-    version: lead.version,
   };
 }
 
-/** The lead as events carry it. */
+/** The lead as events carry it: no breakdown, no resolved listings, no timeline. */
 export function leadEventView(lead: LeadRecord): LeadEventView {
   return {
     id: lead.id,

@@ -38,6 +38,7 @@ import {
   type LeadFacts,
   type RoutingAgent,
 } from './routing';
+import { updateVersioned } from './versioned';
 
 export interface RoutingDeps {
   writer: LeadWriter;
@@ -52,7 +53,6 @@ export interface RoutingDeps {
 const DEFAULT_SETTINGS = { defaultAgentIds: [] as string[], defaultStrategy: 'round_robin' as RoutingStrategy };
 /** Rounds of least-loaded choice while concurrent routings change the loads (each round, one of them wins). */
 const LEAST_LOADED_ROUNDS = 25;
-const MAX_CAS_RETRIES = 5;
 
 export const newRuleId = () => `rule_${randomBytes(12).toString('base64url')}`;
 
@@ -92,7 +92,7 @@ export class RoutingService {
     const stored = await this.deps.leads.get(wc.accountId, leadId);
     if (!stored) throw notFound('lead_not_found', 'Lead', leadId);
     assertOpen(stored.lead);
-    const decision = await this.decide(wc.accountId, await this.factsOf(stored.lead), { leadId });
+    const decision = await this.decide(wc.accountId, await this.factsOf(stored.lead), true);
     const token = decision.token!;
     let routed: LeadRecord | undefined;
     try {
@@ -140,7 +140,7 @@ export class RoutingService {
       facts = await this.facts(who.accountId, source, breakdown.engineScore, interests[0]?.listingId);
     }
     try {
-      const d = await this.decide(who.accountId, facts, null);
+      const d = await this.decide(who.accountId, facts, false);
       return { agentId: d.agentId, ruleId: d.ruleId, strategy: d.strategy, reason: d.reason, steps: d.steps };
     } catch (err) {
       if (err instanceof AppError && err.code === 'no_agent_available') {
@@ -171,7 +171,7 @@ export class RoutingService {
    * capacity slot on the chosen agent (both atomic in the store, so concurrent routings in any
    * replica never share a turn nor overfill an agent); without, only looks.
    */
-  private async decide(accountId: string, facts: LeadFacts, reserve: { leadId: string } | null): Promise<Decision> {
+  private async decide(accountId: string, facts: LeadFacts, reserve: boolean): Promise<Decision> {
     const [rules, agents, settings] = await Promise.all([
       this.deps.routing.rulesOf(accountId),
       this.deps.agents.allOf(accountId),
@@ -215,13 +215,13 @@ export class RoutingService {
     throw new AppError('no_agent_available', `No eligible agent for this lead (${why}); it stays unassigned`, { fields: { steps } });
   }
 
-  private async tryStep(accountId: string, step: Step, reserve: { leadId: string } | null): Promise<{ agent: RoutingAgent; turn: number; token?: string } | { detail: string }> {
+  private async tryStep(accountId: string, step: Step, reserve: boolean): Promise<{ agent: RoutingAgent; turn: number; token?: string } | { detail: string }> {
     const nobody = (candidates: RoutingAgent[]) => ({
       detail: candidates.length === 0 ? 'no candidate agents' : `no eligible agent (${candidates.map((a) => `${a.id} ${ineligibility(a)}`).join(', ')})`,
     });
     if (!step.candidates.some((a) => !ineligibility(a))) return nobody(step.candidates);
     const turn = usesTicket(step.strategy) ? await (reserve ? this.deps.routing.nextTurn(step.turnKey) : this.deps.routing.peekTurn(step.turnKey)) : 0;
-    const now = this.deps.clock().toISOString();
+    const now = this.deps.clock();
 
     if (step.strategy === 'least_loaded' && reserve) {
       // Take a slot only if the agent still has the load we chose it by; otherwise look again.
@@ -229,7 +229,7 @@ export class RoutingService {
       for (let round = 0; round < LEAST_LOADED_ROUNDS; round++) {
         const agent = offerOrder('least_loaded', candidates, turn, null).find((a) => !ineligibility(a));
         if (!agent) return nobody(candidates);
-        const token = await this.deps.agents.reserve(accountId, agent.id, reserve.leadId, now, agent.openLeads);
+        const token = await this.deps.agents.reserve(accountId, agent.id, now, agent.openLeads);
         if (token) return { agent, turn, token };
         const fresh = new Map((await this.deps.agents.allOf(accountId)).map((a) => [a.id, toRoutingAgent(a)]));
         candidates = candidates.map((c) => fresh.get(c.id)).filter((a): a is RoutingAgent => a !== undefined);
@@ -241,7 +241,7 @@ export class RoutingService {
     const order = offerOrder(step.strategy, step.candidates, turn, step.weights).filter((a) => !ineligibility(a));
     if (!reserve) return order.length > 0 ? { agent: order[0], turn } : nobody(step.candidates);
     for (const agent of order) {
-      const token = await this.deps.agents.reserve(accountId, agent.id, reserve.leadId, now);
+      const token = await this.deps.agents.reserve(accountId, agent.id, now);
       if (token) return { agent, turn, token };
     }
     // Concurrent routings took the last slots: say how the agents stand now.
@@ -284,19 +284,14 @@ export class RoutingService {
   }
 
   async updateRule(who: Identity, id: string, patch: RoutingRulePatch, ifMatch?: number): Promise<RoutingRule> {
-    for (let attempt = 0; attempt < MAX_CAS_RETRIES; attempt++) {
-      const current = await this.getRule(who, id);
-      if (ifMatch !== undefined && ifMatch !== current.version) throw new AppError('version_mismatch', `The rule is at version ${current.version}, not ${ifMatch}`);
+    return updateVersioned('rule', ifMatch, () => this.getRule(who, id), async (current) => {
       const { id: _id, version, createdAt, updatedAt, weights, ...writable } = current;
       const parsed = routingRuleCreate.safeParse(applyMergePatch({ ...writable, ...(weights ? { weights } : {}) }, patch));
       if (!parsed.success) throw validationError(parsed.error, [], 'The rule would not be valid after this change');
       await this.assertAgentsExist(who.accountId, parsed.data.agentIds, parsed.data.weights);
       const next: RoutingRule = { ...current, ...parsed.data, weights: parsed.data.weights ?? null, version: version + 1, updatedAt: this.deps.clock().toISOString() };
-      const saved = await this.deps.routing.replaceRule(who.accountId, next, version);
-      if (saved) return saved;
-      if (ifMatch !== undefined) throw new AppError('version_mismatch', 'The rule changed while this update was applied');
-    }
-    throw new AppError('conflict', 'The rule is changing too often to apply this update; retry');
+      return this.deps.routing.replaceRule(who.accountId, next, version);
+    });
   }
 
   async deleteRule(who: Identity, id: string, ifMatch?: number): Promise<{ id: string; deleted: true }> {
@@ -327,15 +322,9 @@ export class RoutingService {
   async putSettings(who: Identity, input: RoutingSettingsPut, ifMatch?: number): Promise<RoutingSettings> {
     assertRole(who, TEAM_ADMINS, 'change routing settings');
     await this.assertAgentsExist(who.accountId, input.defaultAgentIds, undefined, 'defaultAgentIds');
-    for (let attempt = 0; attempt < MAX_CAS_RETRIES; attempt++) {
-      const current = await this.settingsOf(who.accountId);
-      if (ifMatch !== undefined && ifMatch !== current.version) throw new AppError('version_mismatch', `The settings are at version ${current.version}, not ${ifMatch}`);
-      const next: RoutingSettings = { ...input, version: current.version + 1, updatedAt: this.deps.clock().toISOString() };
-      const saved = await this.deps.routing.putSettings(who.accountId, next, current.version);
-      if (saved) return saved;
-      if (ifMatch !== undefined) throw new AppError('version_mismatch', 'The settings changed while this update was applied');
-    }
-    throw new AppError('conflict', 'The settings are changing too often to apply this update; retry');
+    return updateVersioned('team default', ifMatch, () => this.settingsOf(who.accountId), (current) =>
+      this.deps.routing.putSettings(who.accountId, { ...input, version: current.version + 1, updatedAt: this.deps.clock().toISOString() }, current.version),
+    );
   }
 
   private async assertAgentsExist(accountId: string, ids: readonly string[], weights: Record<string, number> | undefined, path = 'agentIds'): Promise<void> {

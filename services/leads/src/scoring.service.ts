@@ -1,7 +1,6 @@
 import type { Identity } from '@estate/contracts/accounts';
 import type { ScoringConfig, ScoringConfigInput } from '@estate/contracts/leads';
 import { assertRole } from '@estate/platform/auth';
-import { AppError } from '@estate/platform/errors';
 import type { Logger } from 'pino';
 import { slugify } from './contact';
 import { TEAM_ADMINS } from './lead.access';
@@ -9,6 +8,7 @@ import type { ChangeContext, LeadWriter } from './lead-writer';
 import type { LeadRepository } from './repositories/lead.repository';
 import type { ScoringConfigRepository, StoredScoringConfig } from './repositories/scoring-config.repository';
 import { defaultScoringConfig } from './scoring';
+import { updateVersioned } from './versioned';
 
 export interface ScoringDeps {
   configs: ScoringConfigRepository;
@@ -21,7 +21,6 @@ export interface ScoringDeps {
 }
 
 const RESCORE_BATCH = 100;
-const MAX_CAS_RETRIES = 5;
 
 function view(stored: StoredScoringConfig): ScoringConfig {
   return { ...stored.settings, version: stored.version, updatedAt: stored.updatedAt, rescoring: stored.rescoredVersion < stored.version ? 'pending' : 'idle' };
@@ -48,18 +47,15 @@ export class ScoringService {
   async put(who: Identity, input: ScoringConfigInput, ifMatch?: number): Promise<ScoringConfig> {
     assertRole(who, TEAM_ADMINS, 'change the scoring configuration');
     const settings = { ...input, sourceQuality: Object.fromEntries(Object.entries(input.sourceQuality).map(([source, q]) => [slugify(source), q])) };
-    for (let attempt = 0; attempt < MAX_CAS_RETRIES; attempt++) {
-      const now = this.deps.clock().toISOString();
-      const current = await this.deps.configs.getOrCreate(who.accountId, defaultScoringConfig, now);
-      if (ifMatch !== undefined && ifMatch !== current.version) throw new AppError('version_mismatch', `The configuration is at version ${current.version}, not ${ifMatch}`);
-      const saved = await this.deps.configs.replace(who.accountId, settings, current.version, now);
-      if (saved) {
-        this.kick(who.accountId);
-        return view(saved);
-      }
-      if (ifMatch !== undefined) throw new AppError('version_mismatch', 'The configuration changed while this update was applied');
-    }
-    throw new AppError('conflict', 'The configuration is changing too often to apply this update; retry');
+    const now = () => this.deps.clock().toISOString();
+    const saved = await updateVersioned(
+      'configuration',
+      ifMatch,
+      () => this.deps.configs.getOrCreate(who.accountId, defaultScoringConfig, now()),
+      (current) => this.deps.configs.replace(who.accountId, settings, current.version, now()),
+    );
+    this.kick(who.accountId);
+    return view(saved);
   }
 
   start(): void {

@@ -70,7 +70,7 @@ describeWithEngines('leads service on MongoDB + NATS, two replicas', ['MONGODB_U
     for (const l of leads) await call(0, 'PATCH', `/v1/leads/${l.id}`, { status: 'closed_lost' });
     for (const a of agents) expect((await call(0, 'GET', `/v1/agents/${a.id}`)).json().openLeads).toBe(0);
     for (const a of agents) expect((await call(0, 'DELETE', `/v1/agents/${a.id}`)).statusCode).toBe(200);
-  }, 60_000);
+  }, 180_000);
 
   it('never fills an agent past its capacity under concurrent routing across replicas', async () => {
     const agents = [await newAgent({ capacity: 2 }), await newAgent({ capacity: 2 }), await newAgent({ capacity: 2 })];
@@ -79,7 +79,7 @@ describeWithEngines('leads service on MongoDB + NATS, two replicas', ['MONGODB_U
     expect(results.filter((r) => r.statusCode === 200)).toHaveLength(6);
     expect(results.filter((r) => r.statusCode === 409).map((r) => r.json().code)).toEqual(Array(4).fill('no_agent_available'));
     for (const a of agents) expect((await call(0, 'GET', `/v1/agents/${a.id}`)).json().openLeads).toBe(2);
-  }, 60_000);
+  }, 120_000);
 
   it('captures the same person sent to both replicas at once as one lead', async () => {
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => call(i, 'POST', '/v1/leads', { name: 'Twin', phone: i % 2 ? '+1 512 555 0188' : '(512) 555-0188' })));

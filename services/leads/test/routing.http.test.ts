@@ -241,6 +241,27 @@ describe('routing over HTTP (embedded adapters)', () => {
     });
   });
 
+  it('gives back a capacity slot left by a process that died between taking it and writing the lead, and only that one', async () => {
+    let now = new Date('2025-06-01T10:00:00.000Z');
+    await h.close();
+    h = await startLeads({ clock: () => now });
+    const agent = await newAgent({ capacity: 2 });
+    const lead = await newLead();
+    expect((await route(lead.id)).json().agentId).toBe(agent.id);
+    // What a reservation leaves when the process dies before the lead write: a slot no lead holds.
+    const agents = await h.store.collection<{ id: string }>('agents');
+    await agents.updateOne({ id: agent.id }, { $inc: { openLeads: 1 }, $push: { slots: `${now.getTime().toString(36)}-orphan` } });
+    expect((await agentOf(agent.id)).openLeads).toBe(2);
+    expect((await route((await newLead()).id)).statusCode).toBe(409);
+    // Within the grace period nothing is touched (it could be a routing in flight).
+    expect(await h.runtime.agents.auditSlots()).toBe(0);
+    now = new Date(now.getTime() + 11 * 60_000);
+    expect(await h.runtime.agents.auditSlots()).toBe(1);
+    expect((await agentOf(agent.id)).openLeads).toBe(1);
+    expect(await h.runtime.agents.auditSlots()).toBe(0);
+    expect((await route((await newLead()).id)).json().agentId).toBe(agent.id);
+  });
+
   describe('preview and autoRoute', () => {
     it('previews who would get a lead (a body or a leadId) without assigning or taking a turn', async () => {
       const [a, b] = [await newAgent(), await newAgent()];

@@ -202,6 +202,7 @@ describe('bulk create-or-update as tracked jobs (listings service, embedded adap
       expect(await (await store.collection('listings')).count({})).toBe(0);
       const jobs = await BulkJobRepository.open(store);
       expect(await jobs.collection.count({})).toBe(0);
+      expect(await (await store.collection('bulk_job_items')).count({})).toBe(0);
     });
 
     it('publishes progress in order on jobs.<id>.progress, ending with the final state', async () => {

@@ -1,16 +1,17 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Agent } from '@estate/contracts/leads';
 import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
 import { replaceFields, storable } from './documents';
 
-/** A capacity slot: one open lead an agent holds. The token makes releasing it idempotent. */
-export interface Slot {
-  leadId: string;
-  token: string;
-  at: string;
-}
+/**
+ * A capacity slot is a token: one open lead the agent holds. Plain strings keep agent documents
+ * small (they hold one per open lead); the token starts with the time it was taken, base 36.
+ */
+type AgentDoc = Omit<Agent, 'phone'> & { accountId: string; phone?: string; slots: string[] };
 
-type AgentDoc = Omit<Agent, 'phone'> & { accountId: string; phone?: string; slots: Slot[] };
+const newSlotToken = (at: Date) => `${at.getTime().toString(36)}-${randomBytes(9).toString('base64url')}`;
+/** When a slot token was taken. */
+export const slotTakenAt = (token: string) => new Date(Number.parseInt(token.slice(0, token.indexOf('-')), 36));
 
 export const AGENTS_COLLECTION = 'agents';
 
@@ -32,7 +33,7 @@ export class AgentRepository {
   private constructor(private readonly collection: DocumentCollection<AgentDoc>) {}
 
   static async open(store: DocumentStore): Promise<AgentRepository> {
-    const col = await store.collection<AgentDoc>(AGENTS_COLLECTION, [{ fields: { accountId: 1, createdAt: 1 } }, { fields: { 'slots.token': 1 } }]);
+    const col = await store.collection<AgentDoc>(AGENTS_COLLECTION, [{ fields: { accountId: 1, createdAt: 1 } }]);
     return new AgentRepository(col);
   }
 
@@ -70,20 +71,20 @@ export class AgentRepository {
   }
 
   /**
-   * Takes a capacity slot for the lead if the agent is active and under capacity (and, for least
-   * loaded, still has `expectedLoad` open leads). Resolves to the slot token, or null.
+   * Takes a capacity slot if the agent is active and under capacity (and, for least loaded, still
+   * has `expectedLoad` open leads). Resolves to the slot token, or null.
    */
-  async reserve(accountId: string, agentId: string, leadId: string, at: string, expectedLoad?: number): Promise<string | null> {
+  async reserve(accountId: string, agentId: string, at: Date, expectedLoad?: number): Promise<string | null> {
     for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
       const agent = await this.collection.findOne({ id: agentId, accountId });
       if (!agent || !agent.active || agent.openLeads >= agent.capacity) return null;
       if (expectedLoad !== undefined && agent.openLeads !== expectedLoad) return null;
-      const token = randomUUID();
+      const token = newSlotToken(at);
       // The capacity read is part of the filter: an edit in between makes this miss, and we look again.
       const load = expectedLoad !== undefined ? expectedLoad : { $lt: agent.capacity };
       const taken = await this.collection.updateOne(
         { id: agentId, accountId, active: true, capacity: agent.capacity, openLeads: load },
-        { $inc: { openLeads: 1 }, $push: { slots: { leadId, token, at } } },
+        { $inc: { openLeads: 1 }, $push: { slots: token } },
       );
       if (taken) return token;
       if (expectedLoad !== undefined) return null;
@@ -92,21 +93,22 @@ export class AgentRepository {
   }
 
   /** Takes a slot whatever the capacity (an admin's manual assignment, a lead reopened); null when the agent does not exist. */
-  async hold(accountId: string, agentId: string, leadId: string, at: string): Promise<string | null> {
-    const token = randomUUID();
-    const doc = await this.collection.updateOne({ id: agentId, accountId }, { $inc: { openLeads: 1 }, $push: { slots: { leadId, token, at } } });
+  async hold(accountId: string, agentId: string, at: Date): Promise<string | null> {
+    const token = newSlotToken(at);
+    const doc = await this.collection.updateOne({ id: agentId, accountId }, { $inc: { openLeads: 1 }, $push: { slots: token } });
     return doc ? token : null;
   }
 
   /** Gives a slot back; a second release of the same token changes nothing. */
   async release(agentId: string, token: string): Promise<boolean> {
-    const doc = await this.collection.updateOne({ id: agentId, 'slots.token': token }, { $inc: { openLeads: -1 }, $pull: { slots: { token } } });
+    const doc = await this.collection.updateOne({ id: agentId, slots: token }, { $inc: { openLeads: -1 }, $pull: { slots: token } });
     return doc !== null;
   }
 
-  /** Agents holding a slot taken before `before` (candidates for the leak check after a crash). */
-  async withSlotsBefore(before: string): Promise<{ id: string; slots: Slot[] }[]> {
-    const docs = await this.collection.find({ 'slots.at': { $lt: before } }, {});
-    return docs.map((d) => ({ id: d.id, slots: d.slots.filter((s) => s.at < before) }));
+  /** Every agent's slot tokens taken before `before` (candidates for the leak check after a crash). */
+  async slotsTakenBefore(before: Date): Promise<{ id: string; tokens: string[] }[]> {
+    // Agents are few per account, and this runs every few minutes: reading them all is fine.
+    const docs = await this.collection.find({ openLeads: { $gt: 0 } }, {});
+    return docs.map((d) => ({ id: d.id, tokens: d.slots.filter((t) => slotTakenAt(t) < before) })).filter((a) => a.tokens.length > 0);
   }
 }

@@ -87,7 +87,8 @@ export class LeadRepository {
       { fields: { phoneKey: 1 }, unique: true, sparse: true },
       { fields: { accountId: 1, createdAt: -1 } },
       { fields: { accountId: 1, agentId: 1 } },
-      { fields: { searchTokens: 1 } },
+      // NeDB re-indexes every token on every write and never uses the index for `q` (it sits in an `$and`); MongoDB does use it.
+      ...(store.kind === 'mongo' ? [{ fields: { searchTokens: 1 as const } }] : []),
       { fields: { interestListingIds: 1 } },
       { fields: { 'slot.token': 1 } },
       { fields: { _outboxPending: 1 } },

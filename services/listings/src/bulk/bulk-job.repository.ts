@@ -4,6 +4,11 @@ import { withoutOutbox, type OutboxDoc } from '@estate/bus';
 import type { DocumentCollection, DocumentStore } from '@estate/store';
 
 export const BULK_JOBS_COLLECTION = 'bulk_jobs';
+/**
+ * A job's items, apart from the job: written once, read by the worker, while the job document is
+ * read and rewritten all the time (progress records, reads, the outbox relay's sweeps).
+ */
+export const BULK_JOB_ITEMS_COLLECTION = 'bulk_job_items';
 
 /** Which worker is processing a job, until when (renewed as it goes; an expired lease may be taken over). */
 export interface JobLease {
@@ -11,7 +16,7 @@ export interface JobLease {
   until: string;
 }
 
-/** A job as stored: the public record plus who submitted it, its items and the worker's lease. */
+/** A job as stored: the public record plus who submitted it and the worker's lease. */
 export interface BulkJobDoc extends OutboxDoc {
   type: JobType;
   accountId: string;
@@ -22,14 +27,19 @@ export interface BulkJobDoc extends OutboxDoc {
   progress: JobProgressCounts;
   results: JobItemResult[];
   errors: JobItemError[];
-  /** Each item as JSON text: clients' keys may contain `.` or start with `$`, which the stores refuse as field names. */
-  items: string[];
   lease?: JobLease;
   /** How many times a worker took the job up (first start and every resumption). */
   attempts?: number;
   createdAt: string;
   startedAt?: string;
   finishedAt?: string;
+}
+
+interface BulkJobItemsDoc {
+  /** The job's id. */
+  id: string;
+  /** Each item as JSON text: clients' keys may contain `.` or start with `$`, which the stores refuse as field names. */
+  items: string[];
 }
 
 /** How one item ended. */
@@ -57,7 +67,10 @@ const OPEN_STATES: JobState[] = ['queued', 'running'];
  * recorded once however many workers a redelivery brings.
  */
 export class BulkJobRepository {
-  private constructor(readonly collection: DocumentCollection<BulkJobDoc>) {}
+  private constructor(
+    readonly collection: DocumentCollection<BulkJobDoc>,
+    private readonly itemsCollection: DocumentCollection<BulkJobItemsDoc>,
+  ) {}
 
   static async open(store: DocumentStore): Promise<BulkJobRepository> {
     const col = await store.collection<BulkJobDoc>(BULK_JOBS_COLLECTION, [
@@ -65,11 +78,21 @@ export class BulkJobRepository {
       { fields: { state: 1 } },
       { fields: { accountId: 1, createdAt: 1 } },
     ]);
-    return new BulkJobRepository(col);
+    return new BulkJobRepository(col, await store.collection<BulkJobItemsDoc>(BULK_JOB_ITEMS_COLLECTION));
   }
 
-  async insert(doc: BulkJobDoc): Promise<void> {
+  /**
+   * Stores the items, then the job (which carries its queue command): a job never exists without
+   * its items; a crash in between leaves only an items document nothing refers to.
+   */
+  async insert(doc: BulkJobDoc, items: unknown[]): Promise<void> {
+    await this.itemsCollection.insertOne({ id: doc.id, items: items.map((item) => JSON.stringify(item)) });
     await this.collection.insertOne(doc);
+  }
+
+  async items(jobId: string): Promise<Record<string, unknown>[] | null> {
+    const doc = await this.itemsCollection.findOne({ id: jobId });
+    return doc ? doc.items.map((item) => JSON.parse(item) as Record<string, unknown>) : null;
   }
 
   /** The public record, or null when the job does not exist in this account. */

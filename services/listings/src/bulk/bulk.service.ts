@@ -46,7 +46,7 @@ export class BulkService {
     const id = newJobId();
     const now = this.deps.clock().toISOString();
     const command = submittedCommand({ id, accountId: ctx.who.accountId, createdAt: now });
-    await this.deps.jobs.insert({
+    const job: BulkJobDoc = {
       id,
       type: 'listings.bulk_upsert',
       accountId: ctx.who.accountId,
@@ -56,12 +56,12 @@ export class BulkService {
       progress: { total, processed: 0, succeeded: 0, failed: 0 },
       results: [],
       errors: [],
-      items: body.listings.map((item) => JSON.stringify(item)),
       createdAt: now,
       version: 1,
       // Queued through the outbox: a crash right after this write still gets the job to a worker.
       ...withOutbox(outboxEntry('listings.bulk-job.submitted', command, ctx.requestId)),
-    });
+    };
+    await this.deps.jobs.insert(job, body.listings);
     this.deps.outbox.kick();
     this.deps.log.info({ jobId: id, items: total, requestId: ctx.requestId }, 'bulk job queued');
     return { jobId: id, state: 'queued' };

@@ -142,7 +142,12 @@ export class BulkWorker {
     const log = this.deps.log.child({ jobId, requestId: claimed.requestId });
     const attempt = claimed.attempts ?? 1;
     if (attempt > MAX_ATTEMPTS) {
-      await this.abandon(claimed, log);
+      await this.abandon(claimed, `taken up ${attempt} times without ending`, log);
+      return;
+    }
+    const items = await this.deps.jobs.items(jobId);
+    if (!items || items.length !== claimed.progress.total) {
+      await this.abandon(claimed, 'its items are missing from the store', log);
       return;
     }
     log.info(
@@ -158,7 +163,7 @@ export class BulkWorker {
       );
     }, Math.max(100, Math.floor(this.leaseMs / 3)));
     try {
-      await this.process(claimed, () => leaseLost, log);
+      await this.process(claimed, items, () => leaseLost, log);
     } catch (err) {
       if (err instanceof RetryLater) throw err;
       // Let any replica retry at once rather than after the lease (the bus backs off).
@@ -169,7 +174,7 @@ export class BulkWorker {
     }
   }
 
-  private async process(claimed: BulkJobDoc, leaseLost: () => boolean, log: Logger): Promise<void> {
+  private async process(claimed: BulkJobDoc, items: Record<string, unknown>[], leaseLost: () => boolean, log: Logger): Promise<void> {
     const jobId = claimed.id;
     const who: Identity = { accountId: claimed.accountId, keyId: claimed.submittedBy.keyId, role: claimed.submittedBy.role, agentId: null };
     const ctx: WriteContext = { who, requestId: claimed.requestId };
@@ -195,7 +200,7 @@ export class BulkWorker {
         throw new RetryLater('worker stopping; job handed back', 0);
       }
       if (leaseLost()) throw new RetryLater(`bulk job ${jobId}: lease lost`, this.leaseMs);
-      pending.push(await this.apply(ctx, job.items[index], { jobId, index }));
+      pending.push(await this.apply(ctx, items[index], { jobId, index }));
       if (pending.length >= RECORD_EVERY_ITEMS || Date.now() - recordedAt >= RECORD_EVERY_MS) await record();
     }
     if (pending.length > 0) await record();
@@ -205,8 +210,7 @@ export class BulkWorker {
     log.info({ state: finished.state, ...finished.progress }, 'bulk job finished');
   }
 
-  private async apply(ctx: WriteContext, raw: string, mark: BulkItemMark): Promise<ItemOutcome> {
-    const item = JSON.parse(raw) as Record<string, unknown>;
+  private async apply(ctx: WriteContext, item: Record<string, unknown>, mark: BulkItemMark): Promise<ItemOutcome> {
     try {
       const done = await this.deps.listings.upsert(ctx, item, mark);
       return { result: { index: mark.index, id: done.id, action: done.action } };
@@ -217,9 +221,9 @@ export class BulkWorker {
     }
   }
 
-  /** The job was taken up too many times without ending: its remaining items are reported failed and it ends. */
-  private async abandon(job: BulkJobDoc, log: Logger): Promise<void> {
-    log.error({ attempts: job.attempts, at: job.progress.processed }, 'bulk job never finished after repeated attempts; failing its remaining items');
+  /** A job that cannot go on (taken up too often, or broken): its remaining items are reported failed and it ends. */
+  private async abandon(job: BulkJobDoc, reason: string, log: Logger): Promise<void> {
+    log.error({ attempts: job.attempts, at: job.progress.processed, reason }, 'bulk job abandoned; failing its remaining items');
     const errors: JobItemError[] = [];
     for (let index = job.progress.processed; index < job.progress.total; index++) {
       errors.push({ index, code: 'internal_error', message: 'The item could not be processed; the request id identifies the failure in our logs' });
