@@ -94,6 +94,19 @@ export class OutboxRelay {
     await this.sweep();
   }
 
+  /**
+   * Publishes one document's pending events now, in the flow of the request that just wrote it.
+   * Under sustained writes one sweeping loop falls behind many concurrent writers; publishing from
+   * each writer keeps the outbox near empty. The sweep still catches what this misses (a crash).
+   */
+  async relayNow(name: string, id: string): Promise<void> {
+    const watched = this.collections.find((c) => c.name === name);
+    if (!watched) throw new Error(`outbox relay does not watch collection ${name}`);
+    if (this.stopped) return;
+    const doc = await watched.col.findOne({ id, _outboxPending: true });
+    if (doc) await this.relay(name, watched.col, doc);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);

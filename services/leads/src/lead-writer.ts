@@ -7,7 +7,7 @@ import { activitySummaryOf, leadEventView, newestFirst, RECENT_ACTIVITIES } from
 import { isOpen } from './pipeline';
 import type { ActivityRepository } from './repositories/activity.repository';
 import type { AgentRepository } from './repositories/agent.repository';
-import type { LeadRecord, LeadRepository, StoredLead } from './repositories/lead.repository';
+import { LEADS_COLLECTION, type LeadRecord, type LeadRepository, type StoredLead } from './repositories/lead.repository';
 import type { ListingSummaryRepository } from './repositories/listing-summary.repository';
 import type { ScoringConfigRepository } from './repositories/scoring-config.repository';
 import { defaultScoringConfig, scoreLead, type EngagementType } from './scoring';
@@ -29,7 +29,9 @@ export function newActivityId(): string {
 export const activityIdForEvent = (accountId: string, eventId: string) => `act_${createHash('sha256').update(`${accountId}\n${eventId}`).digest('base64url').slice(0, 22)}`;
 
 /** Compare-and-set attempts before a change gives up on a lead that keeps changing. */
-const MAX_ATTEMPTS = 8;
+const MAX_ATTEMPTS = 16;
+/** Writers that lost a race on one lead wait a little, at random, so they do not collide again at once. */
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 2 ** attempt)));
 /** Activity ids a lead remembers, so a redelivered command is recognised before its activity reaches the timeline. */
 const APPLIED_IDS_KEPT = 100;
 const ENGAGEMENT: ReadonlySet<string> = new Set(engagementActivityTypes);
@@ -80,7 +82,7 @@ export interface LeadWriterDeps {
   agents: AgentRepository;
   listings: ListingSummaryRepository;
   configs: ScoringConfigRepository;
-  outbox: Pick<OutboxRelay, 'kick'>;
+  outbox: Pick<OutboxRelay, 'kick' | 'relayNow'>;
   clock: () => Date;
   log: Logger;
 }
@@ -113,7 +115,7 @@ export class LeadWriter {
       ...recorded.map((a) => this.recordedEvent(ctx, lead, a)),
     ];
     await this.deps.leads.insert(lead, events);
-    await this.afterWrite(ctx, recorded, undefined);
+    await this.afterWrite(ctx, id, recorded, undefined);
     return lead;
   }
 
@@ -135,6 +137,7 @@ export class LeadWriter {
       const outcome = await this.tryWrite(ctx, stored, change);
       if (outcome) return outcome;
       if (options.ifMatch !== undefined) throw new AppError('version_mismatch', 'The lead changed while this change was applied');
+      await backoff(attempt);
     }
     throw new AppError('conflict', 'The lead is changing too often to apply this change; retry');
   }
@@ -188,7 +191,7 @@ export class LeadWriter {
       if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
       return null;
     }
-    await this.afterWrite(ctx, activities, slots.released);
+    await this.afterWrite(ctx, current.id, activities, slots.released);
     return { lead: written, written: true, activities };
   }
 
@@ -229,15 +232,24 @@ export class LeadWriter {
     return { kept: held, heldHere: held, released: current.slot };
   }
 
-  /** The timeline entries land right away (read-your-writes); if this fails, the event brings them. */
-  private async afterWrite(ctx: ChangeContext, activities: Activity[], oldSlot: LeadRecord['slot']): Promise<void> {
+  /**
+   * After the write: the old slot goes back, the timeline entries land right away (read-your-writes;
+   * if that fails, the event brings them), and the events go out from this request, so a busy
+   * service never builds a backlog of unpublished events (the relay's sweep covers a crash).
+   */
+  private async afterWrite(ctx: ChangeContext, leadId: string, activities: Activity[], oldSlot: LeadRecord['slot']): Promise<void> {
     if (oldSlot) await this.release(oldSlot.agentId, oldSlot.token);
     try {
       for (const a of activities) await this.deps.activities.insertIfAbsent(ctx.accountId, a);
     } catch (err) {
       this.deps.log.warn({ err, requestId: ctx.requestId }, 'timeline write-through failed; the activity event will bring it');
     }
-    this.deps.outbox.kick();
+    try {
+      await this.deps.outbox.relayNow(LEADS_COLLECTION, leadId);
+    } catch (err) {
+      this.deps.log.warn({ err, requestId: ctx.requestId }, 'publishing the lead\'s events failed; the relay will retry');
+      this.deps.outbox.kick();
+    }
   }
 
   async release(agentId: string, token: string): Promise<void> {

@@ -33,7 +33,12 @@ function toActivity(doc: ActivityDoc): Activity {
  * activities in its outbox; they land here from the request that made them and, should that
  * process die first, from the `leads.activity.recorded` event. Inserting twice is harmless.
  */
+/** Activity ids this process knows are stored; activities are never deleted, so the memory stays true. */
+const REMEMBERED = 20_000;
+
 export class ActivityRepository {
+  private readonly stored = new Set<string>();
+
   private constructor(private readonly collection: DocumentCollection<ActivityDoc>) {}
 
   static async open(store: DocumentStore): Promise<ActivityRepository> {
@@ -45,15 +50,26 @@ export class ActivityRepository {
   async insertIfAbsent(accountId: string, activity: Activity): Promise<boolean> {
     try {
       await this.collection.insertOne(storable({ ...activity, accountId }) as ActivityDoc);
+      this.remember(accountId, activity.id);
       return true;
     } catch (err) {
-      if (err instanceof DuplicateKeyError) return false;
-      throw err;
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      this.remember(accountId, activity.id);
+      return false;
     }
   }
 
+  /** Whether the activity is stored; the ones this process wrote (the usual case for its own events) are answered from memory. */
   async exists(accountId: string, id: string): Promise<boolean> {
-    return (await this.collection.findOne({ id, accountId })) !== null;
+    if (this.stored.has(`${accountId}/${id}`)) return true;
+    const found = (await this.collection.findOne({ id, accountId })) !== null;
+    if (found) this.remember(accountId, id);
+    return found;
+  }
+
+  private remember(accountId: string, id: string): void {
+    if (this.stored.size >= REMEMBERED) this.stored.delete(this.stored.values().next().value as string);
+    this.stored.add(`${accountId}/${id}`);
   }
 
   async find(filter: Filter, options: FindOptions): Promise<Activity[]> {
