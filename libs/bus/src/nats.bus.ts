@@ -56,6 +56,8 @@ const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 const PING_TIMEOUT_MS = 2000;
 /** Small, so that replicas share the work and prefetched messages do not sit out their ack wait. */
 const DEFAULT_PREFETCH = 4;
+/** nats.js's default pull request expiry (`consume()` without `expires`). */
+const DEFAULT_PULL_EXPIRES_MS = 30_000;
 
 /** The stream holding a subject (from the contracts). */
 function streamOf(subject: Subject): StreamName {
@@ -182,7 +184,10 @@ export class NatsBus implements Bus {
     const messages: ConsumerMessages = await consumer.consume({ max_messages: options.prefetch ?? this.opts.prefetch ?? DEFAULT_PREFETCH });
     const log = this.opts.log.child({ durable: options.durable, stream });
     let busy = false;
-    void this.logConsumerStatus(messages, log, () => busy);
+    let idleSince = Date.now();
+    // nats.js reports a miss after two idle heartbeats (half the 30 s pull expiry each): one reported
+    // this soon after a handler ended started while it ran.
+    void this.logConsumerStatus(messages, log, () => busy || Date.now() - idleSince < DEFAULT_PULL_EXPIRES_MS);
 
     let stopping = false;
     const loop = (async () => {
@@ -197,6 +202,7 @@ export class NatsBus implements Bus {
           await this.handle(m, wanted, maxDeliver, ackWaitMs, handler as (message: BusMessage<Subject>) => Promise<void>, log);
         } finally {
           busy = false;
+          idleSince = Date.now();
         }
       }
     })().catch((err: unknown) => log.error({ err }, 'consumer loop failed'));

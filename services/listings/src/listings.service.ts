@@ -45,8 +45,11 @@ export interface UpsertOutcome {
   action: AppliedItem['action'];
 }
 
-/** Bulk items remembered per listing: enough to recognise the writes a crashed job had not recorded yet (the worker records every 10). */
-const APPLIED_KEPT = 20;
+/**
+ * Bulk items remembered per listing: enough to recognise every write a crashed job had not
+ * recorded yet (the worker never has more than this many items started and unrecorded).
+ */
+export const APPLIED_ITEMS_KEPT = 20;
 
 const appliedKey = (mark: BulkItemMark): string => `${mark.jobId}#${mark.index}`;
 
@@ -64,17 +67,10 @@ export class ListingsService {
 
   async create(ctx: WriteContext, input: ListingCreate): Promise<Listing> {
     assertRole(ctx.who, WRITERS, 'create listings');
-    return this.insertListing(ctx, input, newListingId());
-  }
-
-  private async insertListing(ctx: WriteContext, input: ListingCreate, id: string, applied?: AppliedItem[]): Promise<Listing> {
-    const now = this.deps.clock().toISOString();
-    const listing = buildListing(input, { id, version: 1, createdAt: now, updatedAt: now, listedAt: listedAtFor(input, null, now) });
-    const key = externalKey(ctx.who.accountId, input);
-    const event = outboxEntry('listings.listing.created', { accountId: ctx.who.accountId, listingId: listing.id, version: 1, occurredAt: now, listing }, ctx.requestId);
     try {
-      await this.deps.listings.insert(ctx.who.accountId, listing, key, event, applied);
+      return await this.insertListing(ctx, input, newListingId());
     } catch (err) {
+      const key = externalKey(ctx.who.accountId, input);
       if (err instanceof DuplicateKeyError && key) {
         const existing = await this.deps.listings.findByExternalKey(key);
         throw new AppError('listing_exists', `A listing with externalId ${input.externalId} from ${input.source} already exists`, {
@@ -83,6 +79,14 @@ export class ListingsService {
       }
       throw err;
     }
+  }
+
+  /** Inserts a new listing with its creation event; a taken id or feed key throws DuplicateKeyError. */
+  private async insertListing(ctx: WriteContext, input: ListingCreate, id: string, applied?: AppliedItem[]): Promise<Listing> {
+    const now = this.deps.clock().toISOString();
+    const listing = buildListing(input, { id, version: 1, createdAt: now, updatedAt: now, listedAt: listedAtFor(input, null, now) });
+    const event = outboxEntry('listings.listing.created', { accountId: ctx.who.accountId, listingId: listing.id, version: 1, occurredAt: now, listing }, ctx.requestId);
+    await this.deps.listings.insert(ctx.who.accountId, listing, externalKey(ctx.who.accountId, input), event, applied);
     this.deps.outbox.kick();
     return listing;
   }
@@ -150,26 +154,31 @@ export class ListingsService {
       throw new AppError('validation_failed', 'The item is not valid', { errors: [{ path: 'id', message: 'must be the id of a listing (1 to 64 characters)' }] });
     }
     const key = appliedKey(mark);
+    // A whole listing without an id is created first: the unique keys (derived id, feed key) tell
+    // whether it exists, where a lookup that finds nothing would scan the collection on FerretDB.
+    const asCreate = id === undefined ? listingCreate.safeParse(fields) : undefined;
     for (let attempt = 0; attempt < MAX_CAS_RETRIES; attempt++) {
-      const target = await this.upsertTarget(ctx.who.accountId, id, fields, mark);
-      if (!target) {
-        if (id !== undefined) throw notFound('listing_not_found', 'Listing', id);
-        const parsed = listingCreate.safeParse(fields);
-        if (!parsed.success) throw validationError(parsed.error, [], 'The listing is not valid');
+      if (asCreate?.success) {
         try {
-          const created = await this.insertListing(ctx, parsed.data, bulkListingId(mark), [{ key, action: 'created' }]);
+          const created = await this.insertListing(ctx, asCreate.data, bulkListingId(mark), [{ key, action: 'created' }]);
           return { id: created.id, action: 'created' };
         } catch (err) {
-          // Someone created the feed key (or this very item) in the meantime: look again, it is an update now.
-          if (err instanceof DuplicateKeyError || (err instanceof AppError && err.code === 'listing_exists')) continue;
-          throw err;
+          // The feed key is taken (an update), or this very item was created by an earlier attempt.
+          if (!(err instanceof DuplicateKeyError)) throw err;
         }
+      }
+      const target = await this.upsertTarget(ctx.who.accountId, id, fields, mark);
+      if (!target) {
+        if (id !== undefined || !asCreate) throw notFound('listing_not_found', 'Listing', String(id));
+        // What took the key a moment ago is gone again: create once more.
+        if (asCreate.success) continue;
+        throw validationError(asCreate.error, [], 'The listing is not valid');
       }
       const done = target.applied.find((a) => a.key === key);
       if (done) return { id: target.listing.id, action: done.action };
       const patch = listingPatch.safeParse(fields);
       if (!patch.success) throw validationError(patch.error, [], 'The item is not a valid merge patch of the listing');
-      const saved = await this.writePatch(ctx, target.listing, patch.data, [...target.applied.slice(-(APPLIED_KEPT - 1)), { key, action: 'updated' }]);
+      const saved = await this.writePatch(ctx, target.listing, patch.data, [...target.applied.slice(-(APPLIED_ITEMS_KEPT - 1)), { key, action: 'updated' }]);
       if (saved) return { id: saved.id, action: 'updated' };
     }
     throw new AppError('conflict', 'The listing kept changing while this item was applied');

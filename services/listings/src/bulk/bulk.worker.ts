@@ -6,7 +6,7 @@ import { jobProgressSubject, type JobItemError, type JobProgress, type JobState 
 import { RetryLater, Unprocessable, type Bus, type Subscription } from '@estate/bus';
 import { AppError } from '@estate/platform/errors';
 import type { Logger } from 'pino';
-import type { BulkItemMark, ListingsService, WriteContext } from '../listings.service';
+import { APPLIED_ITEMS_KEPT, type BulkItemMark, type ListingsService, type WriteContext } from '../listings.service';
 import type { BulkJobDoc, BulkJobRepository, ItemOutcome } from './bulk-job.repository';
 import { submittedCommand } from './bulk.service';
 
@@ -37,13 +37,32 @@ const MAX_ATTEMPTS = 8;
 /** A queued command whose job no store of ours has is given this long to reach its own deployment, then dropped. */
 const FOREIGN_GRACE_MS = 10 * 60 * 1000;
 /**
- * Outcomes are recorded on the job (and announced) in groups: at most this many items, or this
- * long, apart. A crash can leave up to a group applied but unrecorded; the listings' own record of
- * the items applied to them (the last 20, see `upsert`) recognises them on the rerun, which needs
- * the group to stay well under that.
+ * Outcomes are recorded on the job (and announced) in groups, in item order: at most this many
+ * items, or this long, apart.
  */
 const RECORD_EVERY_ITEMS = 10;
 const RECORD_EVERY_MS = 200;
+/** Items of one job applied at once: a store's round trips overlap, as concurrent single writes' do. */
+const ITEMS_IN_FLIGHT = 8;
+/**
+ * Items started but not yet recorded, at most. A crash re-runs them; each listing remembers the
+ * last bulk items applied to it (see `upsert`), which must cover them all.
+ */
+const UNRECORDED_MAX = APPLIED_ITEMS_KEPT;
+
+/**
+ * What an item must not run beside: an item naming an `id` may write any listing, so it runs
+ * alone; one with a feed key waits for an earlier item with the same key; the rest (creates
+ * without a key) run freely. Items start in index order, so a listing written twice by one batch
+ * is written in that order.
+ */
+type Lane = { kind: 'alone' } | { kind: 'key'; key: string } | { kind: 'free' };
+
+function laneOf(item: Record<string, unknown>): Lane {
+  if (item.id !== undefined) return { kind: 'alone' };
+  const { externalId, source } = item;
+  return typeof externalId === 'string' && typeof source === 'string' ? { kind: 'key', key: `${source.trim()}|${externalId.trim()}` } : { kind: 'free' };
+}
 
 function stateAfter(job: BulkJobDoc): JobState {
   if (job.progress.failed === 0) return 'succeeded';
@@ -70,8 +89,9 @@ function itemError(index: number, item: Record<string, unknown>, err: AppError):
 
 /**
  * Runs bulk jobs from the `listings.bulk-job.submitted` work queue, one at a time per replica.
- * A job is processed under a lease, item by item in order; outcomes are recorded on the job as it
- * goes and announced on `jobs.<id>.progress`. A delivery is acknowledged only once its job has
+ * A job is processed under a lease, a few items at once (in order where they touch the same
+ * listing); outcomes are recorded on the job in item order as it goes and announced on
+ * `jobs.<id>.progress`. A delivery is acknowledged only once its job has
  * ended, so a job whose worker dies is redelivered and resumed after its last recorded item; an
  * item written but not yet recorded is recognised by the listing it wrote (see `upsert`).
  */
@@ -176,34 +196,78 @@ export class BulkWorker {
 
   private async process(claimed: BulkJobDoc, items: Record<string, unknown>[], leaseLost: () => boolean, log: Logger): Promise<void> {
     const jobId = claimed.id;
+    const total = claimed.progress.total;
     const who: Identity = { accountId: claimed.accountId, keyId: claimed.submittedBy.keyId, role: claimed.submittedBy.role, agentId: null };
     const ctx: WriteContext = { who, requestId: claimed.requestId };
     let job = claimed;
-    let pending: ItemOutcome[] = [];
+    let next = job.progress.processed;
     let recordedAt = Date.now();
-    const record = async (): Promise<void> => {
-      const recorded = await this.deps.jobs.record(job, this.owner, pending, this.deps.clock(), this.leaseMs);
+    let failure: unknown;
+    /** Finished, waiting for the items before them to be recorded first. */
+    const done = new Map<number, ItemOutcome>();
+    /** In index order (the order they started in). */
+    const running = new Map<number, Promise<void>>();
+    const keysInFlight = new Set<string>();
+    let aloneInFlight = false;
+
+    const record = async (force: boolean): Promise<void> => {
+      const batch: ItemOutcome[] = [];
+      for (let i = job.progress.processed; done.has(i); i++) batch.push(done.get(i)!);
+      if (batch.length === 0 || (!force && batch.length < RECORD_EVERY_ITEMS && Date.now() - recordedAt < RECORD_EVERY_MS)) return;
+      const recorded = await this.deps.jobs.record(job, this.owner, batch, this.deps.clock(), this.leaseMs);
       // Not where this worker left it, or not its own: another worker took the job over and carries on.
       if (!recorded) throw new RetryLater(`bulk job ${jobId}: taken over at item ${job.progress.processed}`, this.leaseMs);
+      for (let i = job.progress.processed; i < recorded.progress.processed; i++) done.delete(i);
       job = recorded;
-      pending = [];
       recordedAt = Date.now();
       this.announce(job);
     };
+    const canStart = (index: number): boolean => {
+      if (running.size >= ITEMS_IN_FLIGHT || aloneInFlight || index >= job.progress.processed + UNRECORDED_MAX) return false;
+      const lane = laneOf(items[index]);
+      if (lane.kind === 'alone') return running.size === 0;
+      return lane.kind === 'free' || !keysInFlight.has(lane.key);
+    };
+    const start = (index: number): void => {
+      const lane = laneOf(items[index]);
+      if (lane.kind === 'alone') aloneInFlight = true;
+      if (lane.kind === 'key') keysInFlight.add(lane.key);
+      const applying = this.apply(ctx, items[index], { jobId, index })
+        .then(
+          (outcome) => void done.set(index, outcome),
+          (err: unknown) => void (failure ??= err),
+        )
+        .finally(() => {
+          running.delete(index);
+          if (lane.kind === 'alone') aloneInFlight = false;
+          if (lane.kind === 'key') keysInFlight.delete(lane.key);
+        });
+      running.set(index, applying);
+    };
 
     this.announce(job);
-    for (let index = job.progress.processed; index < job.progress.total; index++) {
-      if (this.stopping) {
-        if (pending.length > 0) await record();
-        await this.deps.jobs.release(jobId, this.owner);
-        log.info({ at: index }, 'bulk job handed back: the worker is stopping');
-        throw new RetryLater('worker stopping; job handed back', 0);
+    // Stops starting items when the worker stops, loses the job or an item fails for a reason of
+    // the store's, and always lets the ones in flight finish before leaving.
+    for (;;) {
+      const halted = this.stopping || leaseLost() || failure !== undefined;
+      if (!halted) while (next < total && canStart(next)) start(next++);
+      if (running.size === 0) {
+        if (halted || next >= total) break;
+        // Nothing in flight and the next item waits for a record: make it, then go on.
+        await record(true).catch((err: unknown) => void (failure ??= err));
+        continue;
       }
-      if (leaseLost()) throw new RetryLater(`bulk job ${jobId}: lease lost`, this.leaseMs);
-      pending.push(await this.apply(ctx, items[index], { jobId, index }));
-      if (pending.length >= RECORD_EVERY_ITEMS || Date.now() - recordedAt >= RECORD_EVERY_MS) await record();
+      await Promise.race(running.values());
+      if (failure === undefined && !leaseLost()) await record(false).catch((err: unknown) => void (failure ??= err));
     }
-    if (pending.length > 0) await record();
+    if (failure !== undefined) throw failure;
+    if (leaseLost()) throw new RetryLater(`bulk job ${jobId}: lease lost`, this.leaseMs);
+    await record(true);
+    if (job.progress.processed < total) {
+      await this.deps.jobs.release(jobId, this.owner);
+      log.info({ at: job.progress.processed }, 'bulk job handed back: the worker is stopping');
+      throw new RetryLater('worker stopping; job handed back', 0);
+    }
     const finished = await this.deps.jobs.finish(jobId, this.owner, stateAfter(job), this.deps.clock());
     if (!finished) throw new RetryLater(`bulk job ${jobId}: taken over before it could finish`, this.leaseMs);
     this.announce(finished);
