@@ -2,6 +2,24 @@ import js from '@eslint/js';
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
+/** Relative imports that reach into another project. */
+const crossProject = {
+  group: ['../../*/src/*', '../../../*/src/*', '../../../../*'],
+  message: 'Import another project through its @estate/* entry point.',
+};
+/** An adapter is imported by its own path, and only where a process is composed (apps, libs/runtime, a service's main.ts). */
+const adapters = {
+  group: [
+    '@estate/store/*.document-store',
+    '@estate/store/data-dir-lock',
+    '@estate/bus/*.bus',
+    '@estate/search/*-listing.index',
+    '@estate/blobs/*.blob-store',
+  ],
+  message: 'Adapters are chosen where a process is composed (apps/*, libs/runtime, services/*/src/main.ts); use the port.',
+};
+const testHelpers = { group: ['@estate/testing', '@estate/testing/*'], message: 'Test helpers are for tests only.' };
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'tmp/**', 'data/**', 'coverage/**', '.nx/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
   js.configs.recommended,
@@ -13,19 +31,29 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true }],
-      'no-restricted-imports': ['error', { patterns: [{ group: ['../../*/src/*', '../../../*/src/*', '../../../../*'], message: 'Import another project through its @estate/* entry point.' }] }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
+      'no-restricted-imports': ['error', { patterns: [crossProject] }],
       '@nx/enforce-module-boundaries': [
         'error',
         {
           allow: [],
           depConstraints: [
             { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: ['type:contracts'] },
-            // Platform libraries' own tests use the testing helpers.
-            { sourceTag: 'type:platform', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:testing'] },
-            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:testing'] },
+            // The platform knows no port and no adapter.
+            { sourceTag: 'type:platform', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform'] },
+            // A port library (store, bus, search, blobs): its interface, its adapters, its contract suite.
+            { sourceTag: 'type:port', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:testing'] },
+            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:testing'] },
+            // Process start-up: picks the distributed profile's adapters.
+            { sourceTag: 'type:composition', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port'] },
             // A service never imports another service: data crosses over HTTP or NATS.
-            { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:testing'] },
+            {
+              sourceTag: 'type:service',
+              onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:composition', 'type:testing'],
+            },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['*'] },
           ],
         },
@@ -33,7 +61,15 @@ export default tseslint.config(
     },
   },
   {
+    // Sources of libraries and services: no test helpers, no adapters but their own.
+    files: ['libs/*/src/**/*.ts', 'services/*/src/**/*.ts'],
+    ignores: ['**/*.spec.ts', '**/*.test.ts', 'libs/testing/**', 'libs/runtime/**', 'services/*/src/main.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [crossProject, adapters, testHelpers] }] },
+  },
+  {
     files: ['libs/contracts/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!zod(/|$)|\\./)', message: 'contracts depend on zod alone.' }] }] },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!zod(/|$)|\\./)', message: 'contracts depend on zod alone.' }] }],
+    },
   },
 );

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { NatsBus } from '@estate/bus';
+import { NatsBus } from '@estate/bus/nats.bus';
 import { describeWithEngines, listingBody } from '@estate/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';

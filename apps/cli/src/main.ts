@@ -1,13 +1,17 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { apiKeyCreate } from '@estate/contracts/accounts';
-import { composeGateway } from '@estate/gateway';
+import { composeAccess } from '@estate/gateway';
 import { reindexListings } from '@estate/listings';
-import { exitOnConfigError } from '@estate/platform/config';
+import { exitOnStartFailure } from '@estate/platform/lifecycle';
 import { AppError } from '@estate/platform/errors';
 import { createLogger } from '@estate/platform/logging';
-import { ElasticsearchListingIndex, MemoryListingIndex } from '@estate/search';
-import { MongoDocumentStore, NedbDocumentStore, lockDataDir, type DocumentStore } from '@estate/store';
+import { ElasticsearchListingIndex } from '@estate/search/elasticsearch-listing.index';
+import { MemoryListingIndex } from '@estate/search/memory-listing.index';
+import { MongoDocumentStore } from '@estate/store/mongo.document-store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { lockDataDir } from '@estate/store/data-dir-lock';
+import { type DocumentStore } from '@estate/store';
 import { loadTarget, type CliTarget } from './config';
 
 const USAGE = `Usage: npm run cli -- <command>
@@ -78,12 +82,11 @@ async function run(argv: string[]): Promise<number> {
   try {
     target = loadTarget(process.env);
   } catch (err) {
-    exitOnConfigError(err);
+    exitOnStartFailure(err);
   }
   if (area === 'reindex') return reindex(target);
   const { store, release } = await openStore(target);
-  const gateway = await composeGateway({ store, log: createLogger({ service: 'cli', level: 'warn' }) });
-  const access = gateway.access;
+  const access = await composeAccess(store);
   const accountId = async () => {
     if (values.account) return values.account;
     const fallback = await access.defaultAccount();

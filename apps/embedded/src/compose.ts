@@ -1,13 +1,15 @@
+import { MemoryListingIndex } from '@estate/search/memory-listing.index';
 import { join } from 'node:path';
-import { FsBlobStore } from '@estate/blobs';
-import { MemoryBus } from '@estate/bus';
-import { composeGateway, installGatewayEdge, jobEventsRoutes, type BootstrapResult, type JobsReader } from '@estate/gateway';
+import { FsBlobStore } from '@estate/blobs/fs.blob-store';
+import { MemoryBus } from '@estate/bus/memory.bus';
+import { composeGateway, gatewayApp, type BootstrapResult } from '@estate/gateway';
 import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp } from '@estate/media';
 import { createHttpApp } from '@estate/platform/http';
 import type { ListingIndex } from '@estate/search';
-import { NedbDocumentStore, lockDataDir } from '@estate/store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { lockDataDir } from '@estate/store/data-dir-lock';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { EmbeddedConfig } from './config';
@@ -39,13 +41,19 @@ export async function composeEmbedded(
     media: new NedbDocumentStore(join(config.dataDir, 'media')),
     leads: new NedbDocumentStore(join(config.dataDir, 'leads')),
   };
-  const gateway = await composeGateway({ store: stores.gateway, log });
-  const listings = await composeListings({ store: stores.listings, bus, log, index: options.listingIndex });
+  const listings = await composeListings({ store: stores.listings, bus, log, index: options.listingIndex ?? new MemoryListingIndex() });
   const media = await composeMedia({ store: stores.media, bus, blobs: await FsBlobStore.open(join(config.dataDir, 'media', 'files')), log });
   const leads = await composeLeads({ store: stores.leads, bus, log });
+  const gateway = await composeGateway({
+    store: stores.gateway,
+    bus,
+    log,
+    // The gateway's job event stream reads jobs with a direct call here (over HTTP when distributed).
+    jobs: { get: (who, jobId) => listings.bulk.get(who, jobId) },
+    rateLimitPerMinute: config.rateLimitPerMinute,
+    keys: { adminKey: config.adminApiKey, platformKey: config.platformApiKey },
+  });
   const runtimes = [gateway, listings, media, leads];
-
-  const boot = await gateway.access.bootstrap({ adminKey: config.adminApiKey, platformKey: config.platformApiKey });
 
   const app = await createHttpApp({
     service: 'embedded',
@@ -54,15 +62,14 @@ export async function composeEmbedded(
     readiness: { bus: () => bus.ping(), ...listings.readiness, ...Object.fromEntries(Object.entries(stores).map(([name, s]) => [`store:${name}`, () => s.ping()])) },
     openapi: { title: 'Estate listings and leads API', description: 'Listings, media and lead management for brokerages, portals and CRMs.' },
   });
-  await installGatewayEdge(app, gateway, { rateLimitPerMinute: config.rateLimitPerMinute });
-  await app.register(listingsApp, { service: listings.service, bulk: listings.bulk });
-  // The gateway's job event stream reads jobs with a direct call here (over HTTP when distributed).
-  const jobs: JobsReader = { get: (who, jobId) => listings.bulk.get(who, jobId) };
-  await app.register(jobEventsRoutes, { bus, jobs });
+  // The gateway's edge covers every route registered beside it.
+  await app.register(gatewayApp, { runtime: gateway });
+  await app.register(listingsApp, { runtime: listings });
   await app.register(mediaApp, { runtime: media });
   await app.register(leadsApp, { runtime: leads });
   await app.ready();
   for (const r of runtimes) await r.start();
+  const boot = gateway.boot as BootstrapResult;
 
   return {
     app,

@@ -1,17 +1,11 @@
 import { firstStartBanner } from '@estate/gateway';
-import { closeOnSignals } from '@estate/platform/lifecycle';
-import { exitOnConfigError } from '@estate/platform/config';
+import { closeOnSignals, exitOnStartFailure } from '@estate/platform/lifecycle';
 import { createLogger } from '@estate/platform/logging';
 import { composeEmbedded } from './compose';
-import { loadConfig, type EmbeddedConfig } from './config';
+import { loadConfig } from './config';
 
 async function main(): Promise<void> {
-  let config: EmbeddedConfig;
-  try {
-    config = loadConfig(process.env);
-  } catch (err) {
-    exitOnConfigError(err);
-  }
+  const config = loadConfig(process.env);
   const log = createLogger({ service: 'embedded', level: config.logLevel });
   const product = await composeEmbedded(config, log);
   closeOnSignals(log, () => product.close());
@@ -20,7 +14,4 @@ async function main(): Promise<void> {
   log.info({ url: `http://${config.host}:${config.port}`, docs: `http://${config.host}:${config.port}/docs`, dataDir: config.dataDir }, 'embedded profile ready');
 }
 
-main().catch((err) => {
-  process.stderr.write(`Failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+main().catch(exitOnStartFailure);

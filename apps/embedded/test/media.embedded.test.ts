@@ -1,10 +1,12 @@
+import { MemoryListingIndex } from '@estate/search/memory-listing.index';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MemoryBus, type BusMessage } from '@estate/bus';
+import { MemoryBus } from '@estate/bus/memory.bus';
+import { type BusMessage } from '@estate/bus';
 import { listingCreate } from '@estate/contracts/listings';
 import { composeListings } from '@estate/listings';
-import { NedbDocumentStore } from '@estate/store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
 import { identityFor, listingBody } from '@estate/testing';
 import type { InjectOptions } from 'fastify';
 import pino from 'pino';
@@ -107,7 +109,7 @@ describe('media in the embedded profile: upload through the gateway edge, summar
 describe('listings: media summary from media.media.changed is idempotent by media revision', () => {
   it('applies a newer summary once, and ignores repeats and older revisions', async () => {
     const bus = new MemoryBus(log);
-    const listings = await composeListings({ store: new NedbDocumentStore(), bus, log });
+    const listings = await composeListings({ store: new NedbDocumentStore(), bus, log, index: new MemoryListingIndex() });
     await listings.start();
     const updates: BusMessage<'listings.listing.updated'>[] = [];
     await bus.subscribe(['listings.listing.updated'], { durable: 'test' }, async (m) => {

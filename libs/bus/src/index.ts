@@ -1,4 +1,4 @@
+// The port and its helpers. Adapters are imported by their own path (`@estate/bus/memory.bus`,
+// `@estate/bus/nats.bus`) and only where a process is composed.
 export * from './bus';
-export * from './memory.bus';
 export * from './outbox';
-export * from './nats.bus';

@@ -64,8 +64,10 @@ export class OutboxRelay {
 
   constructor(private readonly deps: { bus: Bus; log: Logger; intervalMs?: number }) {}
 
-  watch(name: string, col: DocumentCollection<OutboxDoc>): void {
-    this.collections.push({ name, col });
+  /** Publishes the outbox entries of a collection's documents. */
+  watch<T extends OutboxDoc>(name: string, col: DocumentCollection<T>): void {
+    // The relay reads and clears only the outbox fields, which every T has.
+    this.collections.push({ name, col: col as unknown as DocumentCollection<OutboxDoc> });
   }
 
   /** Sweeps now and then every interval (a safety net for kicks lost to a crash). */

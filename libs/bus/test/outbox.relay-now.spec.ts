@@ -1,4 +1,4 @@
-import { NedbDocumentStore } from '@estate/store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
 import pino from 'pino';
 import type { BusMessage } from '../src/bus';
 import { MemoryBus } from '../src/memory.bus';

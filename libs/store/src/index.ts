@@ -1,4 +1,5 @@
+// The port and its helpers. Adapters are imported by their own path (`@estate/store/sqlite.document-store`,
+// `@estate/store/mongo.document-store`) and only where a process is composed.
 export * from './document-store';
-export * from './nedb.document-store';
-export * from './mongo.document-store';
-export * from './data-dir-lock';
+export * from './keyset';
+export * from './update-versioned';

@@ -3,3 +3,4 @@ export * from './http';
 export * from './listing-fixture';
 export * from './sse';
 export * from './build';
+export * from './eventually';

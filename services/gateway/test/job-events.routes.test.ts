@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { MemoryBus } from '@estate/bus';
+import { MemoryBus } from '@estate/bus/memory.bus';
 import type { Identity } from '@estate/contracts/accounts';
 import { jobProgressSubject, type Job, type JobProgress, type JobState } from '@estate/contracts/jobs';
 import { AppError } from '@estate/platform/errors';

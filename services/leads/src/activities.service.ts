@@ -4,7 +4,8 @@ import { ACTIVITY_DATA_MAX_BYTES, type Activity, type ActivityCreate, type Activ
 import { Unprocessable } from '@estate/bus';
 import { assertRole } from '@estate/platform/auth';
 import { AppError, notFound } from '@estate/platform/errors';
-import { decodeCursor, keyset, pageOf, type SortOrder } from '@estate/platform/pagination';
+import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
+import { keyset, pageOf } from '@estate/store';
 import type { Filter } from '@estate/store';
 import type { Logger } from 'pino';
 import { ACTIVITY_WRITERS, LEAD_READERS, assertVisible, changeContext, type RequestContext } from './lead.access';

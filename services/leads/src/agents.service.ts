@@ -4,7 +4,8 @@ import { agentInput, type Agent, type AgentCreate, type AgentListQuery, type Age
 import { assertRole } from '@estate/platform/auth';
 import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { applyMergePatch } from '@estate/platform/merge-patch';
-import { decodeCursor, keyset, pageOf, type SortOrder } from '@estate/platform/pagination';
+import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
+import { keyset, pageOf } from '@estate/store';
 import type { Filter } from '@estate/store';
 import type { Logger } from 'pino';
 import { e164Or422 } from './contact';

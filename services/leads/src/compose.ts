@@ -1,5 +1,5 @@
-import { OutboxRelay, type Bus, type OutboxDoc, type Subscription } from '@estate/bus';
-import type { DocumentCollection, DocumentStore } from '@estate/store';
+import { OutboxRelay, type Bus, type Subscription } from '@estate/bus';
+import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { ActivitiesService } from './activities.service';
 import { AgentsService, SLOT_GRACE_MS } from './agents.service';
@@ -45,7 +45,7 @@ export async function composeLeads(deps: { store: DocumentStore; bus: Bus; log: 
     ScoringConfigRepository.open(deps.store),
   ]);
   const relay = new OutboxRelay({ bus: deps.bus, log });
-  relay.watch(LEADS_COLLECTION, leadRepo.collection as unknown as DocumentCollection<OutboxDoc>);
+  relay.watch(LEADS_COLLECTION, leadRepo.collection);
 
   const writer = new LeadWriter({ leads: leadRepo, activities: activityRepo, agents: agentRepo, listings: summaries, configs, outbox: relay, clock, log });
   const routing = new RoutingService({ writer, leads: leadRepo, agents: agentRepo, routing: routingRepo, listings: summaries, clock, log });

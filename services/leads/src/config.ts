@@ -1,8 +1,7 @@
-import { loadServiceConfig, type ServiceProcessConfig } from '@estate/platform/process';
+import { configLoader, processConfig, serviceEnv } from '@estate/runtime';
 
-export const LEADS_DEFAULT_PORT = 3003;
+/** The leads process's environment; this file is the only reader of it. */
+export const configSchema = serviceEnv('leads', 3003).transform(processConfig);
 
-/** The only place the leads process reads its environment. */
-export function loadConfig(env: NodeJS.ProcessEnv): ServiceProcessConfig {
-  return loadServiceConfig('leads', LEADS_DEFAULT_PORT, env);
-}
+export type Config = ReturnType<typeof loadConfig>;
+export const loadConfig = configLoader(configSchema);

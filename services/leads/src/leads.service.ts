@@ -3,7 +3,8 @@ import { leadStatuses, leadWritable, type Lead, type LeadCapture, type LeadCaptu
 import { assertRole } from '@estate/platform/auth';
 import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { applyMergePatch } from '@estate/platform/merge-patch';
-import { decodeCursor, keyset, pageOf, parseSort, type SortOrder } from '@estate/platform/pagination';
+import { decodeCursor, parseSort, type SortOrder } from '@estate/platform/pagination';
+import { keyset, pageOf } from '@estate/store';
 import { DuplicateKeyError, type Filter } from '@estate/store';
 import type { Logger } from 'pino';
 import { e164Or422, searchTerms, slugify, toE164 } from './contact';

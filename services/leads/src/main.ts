@@ -1,12 +1,6 @@
-import { exitOnStartFailure, runServiceProcess } from '@estate/platform/process';
+import { runServiceProcess } from '@estate/runtime';
 import { leadsApp } from './app';
 import { composeLeads } from './compose';
 import { loadConfig } from './config';
 
-runServiceProcess({
-  service: 'leads',
-  title: 'Leads service',
-  loadConfig,
-  compose: composeLeads,
-  register: (app, runtime) => app.register(leadsApp, { runtime }),
-}).catch(exitOnStartFailure);
+void runServiceProcess({ service: 'leads', title: 'Leads service', loadConfig, compose: composeLeads, app: leadsApp });

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { MemoryBus, type Bus, type BusMessage } from '@estate/bus';
+import { MemoryBus } from '@estate/bus/memory.bus';
+import { type Bus, type BusMessage } from '@estate/bus';
 import type { Identity } from '@estate/contracts/accounts';
 import type { Subject } from '@estate/contracts/events';
 import type { Listing } from '@estate/contracts/listings';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore, type DocumentStore } from '@estate/store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { type DocumentStore } from '@estate/store';
 import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';

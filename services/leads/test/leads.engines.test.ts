@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { NatsBus, type Bus } from '@estate/bus';
+import { NatsBus } from '@estate/bus/nats.bus';
+import { type Bus } from '@estate/bus';
 import type { Agent, Lead } from '@estate/contracts/leads';
-import { MongoDocumentStore } from '@estate/store';
+import { MongoDocumentStore } from '@estate/store/mongo.document-store';
 import { describeWithEngines, identityFor } from '@estate/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';

@@ -1,6 +1,6 @@
-import { OutboxRelay, type Bus, type OutboxDoc } from '@estate/bus';
-import { MemoryListingIndex, type ListingIndex } from '@estate/search';
-import type { DocumentCollection, DocumentStore } from '@estate/store';
+import { OutboxRelay, type Bus } from '@estate/bus';
+import { type ListingIndex } from '@estate/search';
+import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { BULK_JOBS_COLLECTION, BulkJobRepository } from './bulk/bulk-job.repository';
 import { BulkService } from './bulk/bulk.service';
@@ -24,20 +24,20 @@ export interface ListingsRuntime {
 }
 
 /**
- * Wires the listings service over whichever adapters the profile chose. Without `index` the
- * service keeps its search index in process memory (the embedded profile's), filled from the store at start.
+ * Wires the listings service over whichever adapters the profile chose. An empty search index is
+ * filled from the store at start.
  */
-export async function composeListings(deps: { store: DocumentStore; bus: Bus; log: Logger; clock?: () => Date; index?: ListingIndex }): Promise<ListingsRuntime> {
+export async function composeListings(deps: { store: DocumentStore; bus: Bus; log: Logger; clock?: () => Date; index: ListingIndex }): Promise<ListingsRuntime> {
   const log = deps.log.child({ service: 'listings' });
   const listings = await ListingRepository.open(deps.store);
   const relay = new OutboxRelay({ bus: deps.bus, log });
-  relay.watch(LISTINGS_COLLECTION, listings.collection as unknown as DocumentCollection<OutboxDoc>);
-  const index = deps.index ?? new MemoryListingIndex();
+  relay.watch(LISTINGS_COLLECTION, listings.collection);
+  const index = deps.index;
   const indexer = new SearchIndexer({ bus: deps.bus, index, log });
   const service = new ListingsService({ listings, index, outbox: relay, clock: deps.clock ?? (() => new Date()), log });
   const clock = deps.clock ?? (() => new Date());
   const jobs = await BulkJobRepository.open(deps.store);
-  relay.watch(BULK_JOBS_COLLECTION, jobs.collection as unknown as DocumentCollection<OutboxDoc>);
+  relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
   const bulk = new BulkService({ jobs, outbox: relay, clock, log });
   const bulkWorker = new BulkWorker({ jobs, listings: service, bus: deps.bus, clock, log });
   const mediaSummary = new MediaSummarySubscriber({ bus: deps.bus, listings, outbox: relay, clock, log });

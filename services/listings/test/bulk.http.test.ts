@@ -1,9 +1,11 @@
-import { MemoryBus, RetryLater, Unprocessable, type BusMessage } from '@estate/bus';
+import { MemoryListingIndex } from '@estate/search/memory-listing.index';
+import { MemoryBus } from '@estate/bus/memory.bus';
+import { RetryLater, Unprocessable, type BusMessage } from '@estate/bus';
 import type { Subject } from '@estate/contracts/events';
 import type { Job, JobProgress } from '@estate/contracts/jobs';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore } from '@estate/store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
 import { asCaller, identityFor, listingBody, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import pino from 'pino';
@@ -53,10 +55,10 @@ describe('bulk create-or-update as tracked jobs (listings service, embedded adap
   }
 
   async function compose(start: boolean): Promise<void> {
-    runtime = await composeListings({ store, bus, log });
+    runtime = await composeListings({ store, bus, log, index: new MemoryListingIndex() });
     app = await createHttpApp({ service: 'listings', logger: log });
     requireSignedIdentity(app, TEST_SIGNING_SECRET);
-    await app.register(listingsApp, { service: runtime.service, bulk: runtime.bulk });
+    await app.register(listingsApp, { runtime });
     await app.ready();
     if (start) await runtime.start();
   }

@@ -1,8 +1,10 @@
-import { MemoryBus, type BusMessage } from '@estate/bus';
+import { MemoryListingIndex } from '@estate/search/memory-listing.index';
+import { MemoryBus } from '@estate/bus/memory.bus';
+import { type BusMessage } from '@estate/bus';
 import type { Subject } from '@estate/contracts/events';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore } from '@estate/store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
 import { asCaller, identityFor, listingBody, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import pino from 'pino';
@@ -29,10 +31,10 @@ describe('listings service over HTTP (embedded adapters, signed identity)', () =
     await bus.subscribe(['listings.listing.created', 'listings.listing.updated', 'listings.listing.deleted'], { durable: 'test' }, async (m) => {
       events.push(m);
     });
-    runtime = await composeListings({ store: new NedbDocumentStore(), bus, log });
+    runtime = await composeListings({ store: new NedbDocumentStore(), bus, log, index: new MemoryListingIndex() });
     app = await createHttpApp({ service: 'listings', logger: log });
     requireSignedIdentity(app, TEST_SIGNING_SECRET);
-    await app.register(listingsApp, { service: runtime.service, bulk: runtime.bulk });
+    await app.register(listingsApp, { runtime });
     await app.ready();
     await runtime.start();
   });

@@ -1,7 +1,8 @@
-import { MemoryBus } from '@estate/bus';
+import { MemoryListingIndex } from '@estate/search/memory-listing.index';
+import { MemoryBus } from '@estate/bus/memory.bus';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore } from '@estate/store';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
 import { asCaller, identityFor, listingBody, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
@@ -21,10 +22,10 @@ describe('listing search over HTTP (in-process index)', () => {
 
   async function start(): Promise<void> {
     bus = new MemoryBus(log);
-    runtime = await composeListings({ store, bus, log });
+    runtime = await composeListings({ store, bus, log, index: new MemoryListingIndex() });
     app = await createHttpApp({ service: 'listings', logger: log });
     requireSignedIdentity(app, TEST_SIGNING_SECRET);
-    await app.register(listingsApp, { service: runtime.service, bulk: runtime.bulk });
+    await app.register(listingsApp, { runtime });
     await app.ready();
     await runtime.start();
   }

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { BlobStore } from '@estate/blobs';
-import { OutboxRelay, type Bus, type OutboxDoc, type Subscription } from '@estate/bus';
-import type { DocumentCollection, DocumentStore } from '@estate/store';
+import { OutboxRelay, type Bus, type Subscription } from '@estate/bus';
+import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { busJobQueue, subscribeImageJobs } from './events/image-jobs';
 import { subscribeListings } from './events/listings.subscriber';
@@ -59,7 +59,7 @@ export async function composeMedia(deps: {
   const clock = deps.clock ?? (() => new Date());
   const galleries = await GalleryRepository.open(deps.store);
   const relay = new OutboxRelay({ bus: deps.bus, log });
-  relay.watch(GALLERIES_COLLECTION, galleries.collection as unknown as DocumentCollection<OutboxDoc>);
+  relay.watch(GALLERIES_COLLECTION, galleries.collection);
   const files = new MediaFiles(deps.blobs);
   // The in-process bus hands a consumer group one message at a time: one render runs at once there.
   const workers = deps.bus.kind === 'memory' ? 1 : options.workers;

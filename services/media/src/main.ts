@@ -1,16 +1,16 @@
-import { GridFsBlobStore } from '@estate/blobs';
-import { exitOnStartFailure, runServiceProcess } from '@estate/platform/process';
+import { GridFsBlobStore } from '@estate/blobs/gridfs.blob-store';
+import { runServiceProcess } from '@estate/runtime';
 import { mediaApp } from './app';
 import { composeMedia } from './compose';
 import { loadConfig } from './config';
 
-runServiceProcess({
+void runServiceProcess({
   service: 'media',
   title: 'Media service',
   loadConfig,
   compose: async ({ store, bus, log, config }) => {
     // Files live in GridFS in the service's own database.
-    const blobs = await GridFsBlobStore.connect(config.mongodbUrl, { dbName: config.mongodbDatabase, log });
+    const blobs = await GridFsBlobStore.connect(config.mongodb.url, { dbName: config.mongodb.database, log });
     const runtime = await composeMedia({ store, bus, blobs, log, options: config.media });
     return {
       ...runtime,
@@ -20,5 +20,5 @@ runServiceProcess({
       },
     };
   },
-  register: (app, runtime) => app.register(mediaApp, { runtime }),
-}).catch(exitOnStartFailure);
+  app: mediaApp,
+});

@@ -80,3 +80,14 @@ export function assertRole(who: Identity, roles: readonly (Role | 'platform')[],
     throw new AppError('forbidden', `A key with role ${who.role} may not ${action}`);
   }
 }
+
+/** Who asks and under which request id: what every service method that acts for a caller takes. */
+export interface RequestContext {
+  who: Identity;
+  requestId?: string;
+}
+
+/** The request context of an authenticated request (401 when it is not). */
+export function requestContext(request: FastifyRequest): RequestContext {
+  return { who: callerOf(request), requestId: request.id };
+}

@@ -12,13 +12,13 @@ export class ConfigError extends Error {
  * A bad value throws a ConfigError naming each offending variable (never echoing its value,
  * which may be a secret). The result is frozen.
  */
-export function parseEnv<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv): Readonly<z.infer<S>> {
+export function parseEnv<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv): Readonly<z.infer<S>> {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const result = schema.safeParse(cleaned);
   if (!result.success) {
     throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
   }
-  return Object.freeze(result.data);
+  return Object.freeze(result.data) as Readonly<z.infer<S>>;
 }
 
 export const envPort = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
@@ -27,12 +27,3 @@ export const envSecret = (min = 32) => z.string().min(min, `must be at least ${m
 export const envUrl = z.string().url();
 /** Optional prefix that keeps deployments sharing one NATS server apart (see NatsBus). */
 export const envNatsNamespace = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').optional();
-
-/** Runs `main`, printing a configuration problem as a plain message and exiting 1. */
-export function exitOnConfigError(err: unknown): never {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`${err.message}\n`);
-    process.exit(1);
-  }
-  throw err;
-}

@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
+import { ConfigError } from '../config';
 
 /**
  * On SIGTERM/SIGINT (or a fatal error): run `close` once (stop accepting, finish in-flight
@@ -12,4 +13,11 @@ export function closeOnSignals(log: Logger, close: () => Promise<void>, delayMs 
     await close();
     log.info('stopped');
   });
+}
+
+/** The one way a process that failed to start ends: a configuration problem as a plain message, anything else with its stack; exit 1. */
+export function exitOnStartFailure(err: unknown): never {
+  const message = err instanceof ConfigError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+  process.stderr.write(`Failed to start: ${message}\n`);
+  process.exit(1);
 }

@@ -38,7 +38,7 @@ async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
 }
 
 async function elasticsearchIndex(url: string, alias: string) {
-  const [{ ElasticsearchListingIndex }, { default: pino }] = await Promise.all([import('@estate/search'), import('pino')]);
+  const [{ ElasticsearchListingIndex }, { default: pino }] = await Promise.all([import('@estate/search/elasticsearch-listing.index'), import('pino')]);
   return ElasticsearchListingIndex.connect(url, { alias, log: pino({ level: 'warn' }) });
 }
 

@@ -1,0 +1,28 @@
+import type { Bus } from '@estate/bus';
+import { NatsBus } from '@estate/bus/nats.bus';
+import type { Logger } from '@estate/platform/logging';
+import type { DocumentStore } from '@estate/store';
+import { MongoDocumentStore } from '@estate/store/mongo.document-store';
+import type { ProcessConfig } from './service-process';
+
+export interface DistributedAdapters {
+  store: DocumentStore;
+  bus: Bus;
+  readiness: Record<string, () => Promise<void>>;
+  close(): Promise<void>;
+}
+
+/** The distributed profile's store (MongoDB, a database per service) and bus (NATS JetStream). */
+export async function connectDistributedAdapters(config: ProcessConfig, service: string, log: Logger): Promise<DistributedAdapters> {
+  const store = await MongoDocumentStore.connect(config.mongodb.url, { dbName: config.mongodb.database, log });
+  const bus = await NatsBus.connect(config.nats.url, { log, name: service, namespace: config.nats.namespace });
+  return {
+    store,
+    bus,
+    readiness: { store: () => store.ping(), bus: () => bus.ping() },
+    async close() {
+      await bus.close();
+      await store.close();
+    },
+  };
+}

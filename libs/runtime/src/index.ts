@@ -1,0 +1,2 @@
+export * from './service-process';
+export * from './distributed-adapters';
