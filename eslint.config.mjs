@@ -16,12 +16,25 @@ const adapters = {
     '@estate/search/*-listing.index',
     '@estate/blobs/*.blob-store',
   ],
-  message: 'Adapters are chosen where a process is composed (apps/*, libs/runtime, services/*/src/main.ts); use the port.',
+  message:
+    'Adapters are chosen where a process is composed (apps/*, libs/runtime, services/*/src/main.ts); use the port.',
 };
 const testHelpers = { group: ['@estate/testing', '@estate/testing/*'], message: 'Test helpers are for tests only.' };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'tmp/**', 'data/**', 'coverage/**', '.nx/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'tmp/**',
+      'data/**',
+      'coverage/**',
+      '.nx/**',
+      '**/*.js',
+      '**/*.mjs',
+      '**/*.cjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -33,7 +46,12 @@ export default tseslint.config(
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
       '@typescript-eslint/no-unused-vars': [
         'error',
-        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+          ignoreRestSiblings: true,
+        },
       ],
       'no-restricted-imports': ['error', { patterns: [crossProject] }],
       '@nx/enforce-module-boundaries': [
@@ -45,14 +63,29 @@ export default tseslint.config(
             // The platform knows no port and no adapter.
             { sourceTag: 'type:platform', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform'] },
             // A port library (store, bus, search, blobs): its interface, its adapters, its contract suite.
-            { sourceTag: 'type:port', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:testing'] },
-            { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:testing'] },
+            {
+              sourceTag: 'type:port',
+              onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:testing'],
+            },
+            {
+              sourceTag: 'type:testing',
+              onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:testing'],
+            },
             // Process start-up: picks the distributed profile's adapters.
-            { sourceTag: 'type:composition', onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port'] },
+            {
+              sourceTag: 'type:composition',
+              onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port'],
+            },
             // A service never imports another service: data crosses over HTTP or NATS.
             {
               sourceTag: 'type:service',
-              onlyDependOnLibsWithTags: ['type:contracts', 'type:platform', 'type:port', 'type:composition', 'type:testing'],
+              onlyDependOnLibsWithTags: [
+                'type:contracts',
+                'type:platform',
+                'type:port',
+                'type:composition',
+                'type:testing',
+              ],
             },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['*'] },
           ],
@@ -69,7 +102,10 @@ export default tseslint.config(
   {
     files: ['libs/contracts/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ regex: '^(?!zod(/|$)|\\./)', message: 'contracts depend on zod alone.' }] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '^(?!zod(/|$)|\\./|\\.\\./(?!\\.\\./))', message: 'contracts depend on zod alone.' }] },
+      ],
     },
   },
 );

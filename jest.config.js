@@ -1,10 +1,20 @@
-/** One Jest run over every project; real-engine suites find their engines through env (see libs/testing). */
-const swc = ['@swc/jest', { jsc: { parser: { syntax: 'typescript', decorators: false }, target: 'es2022' }, module: { type: 'commonjs' } }];
+/**
+ * Three test tiers, told apart by file suffix, each a Jest project (`npx jest --selectProjects unit`):
+ *   unit    *.spec.ts          pure, no I/O
+ *   int     *.int.test.ts      adapters, HTTP through app.inject, contract suites on engines when their URLs are set
+ *   system  *.system.test.ts   the services as separate processes on real engines, driven through the gateway
+ * Real-engine suites find their engines through env (see libs/testing). A file named like a test but in no tier
+ * is caught by libs/testing/test/tiers.int.test.ts rather than silently left out.
+ */
+const swc = [
+  '@swc/jest',
+  { jsc: { parser: { syntax: 'typescript', decorators: false }, target: 'es2022' }, module: { type: 'commonjs' } },
+];
 
-module.exports = {
+const shared = {
+  rootDir: __dirname,
   testEnvironment: 'node',
-  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/apps', '<rootDir>/test'],
-  testMatch: ['**/*.spec.ts', '**/*.test.ts'],
+  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/apps', '<rootDir>/tools', '<rootDir>/test'],
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {
     '^@estate/contracts$': '<rootDir>/libs/contracts/src/index.ts',
@@ -24,8 +34,24 @@ module.exports = {
     '^@estate/embedded$': '<rootDir>/apps/embedded/src/index.ts',
     '^@estate/(listings|media|leads|gateway)$': '<rootDir>/services/$1/src/index.ts',
   },
+};
+
+/**
+ * Builds dist/ once before any worker starts (process tests spawn the bundles: the CLI, the outbox crash writer,
+ * the system tier), and starts engines with testcontainers where a URL is missing and Docker is there. Jest runs
+ * a project's global setup only when that project has tests to run, and the same module once per run.
+ */
+const withProcesses = {
   globalSetup: '<rootDir>/libs/testing/src/global-setup.ts',
   globalTeardown: '<rootDir>/libs/testing/src/global-teardown.ts',
+};
+
+module.exports = {
+  projects: [
+    { ...shared, displayName: 'unit', testMatch: ['**/*.spec.ts'] },
+    { ...shared, ...withProcesses, displayName: 'int', testMatch: ['**/*.int.test.ts'] },
+    { ...shared, ...withProcesses, displayName: 'system', testMatch: ['**/*.system.test.ts'] },
+  ],
   testTimeout: 30000,
   maxWorkers: 2,
 };

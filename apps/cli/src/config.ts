@@ -13,16 +13,25 @@ const schema = z.object({
 /** With MONGODB_URL the CLI works on the distributed profile's database; otherwise on DATA_DIR. */
 export type CliTarget =
   | { kind: 'embedded'; dataDir: string }
-  | { kind: 'distributed'; mongodbUrl: string; database: string; listingsDatabase: string; elasticsearchUrl?: string; elasticsearchIndex: string };
+  | {
+      kind: 'distributed';
+      mongodbUrl: string;
+      database: string;
+      listingsDatabase: string;
+      elasticsearchUrl?: string;
+      elasticsearchIndex: string;
+    };
 
 export function loadTarget(env: NodeJS.ProcessEnv): CliTarget {
   const e = parseEnv(schema, env);
-  return e.MONGODB_URL ? {
+  return e.MONGODB_URL
+    ? {
         kind: 'distributed',
         mongodbUrl: e.MONGODB_URL,
         database: e.GATEWAY_MONGODB_DATABASE,
         listingsDatabase: e.LISTINGS_MONGODB_DATABASE,
         elasticsearchUrl: e.ELASTICSEARCH_URL,
         elasticsearchIndex: e.ELASTICSEARCH_INDEX,
-      } : { kind: 'embedded', dataDir: e.DATA_DIR };
+      }
+    : { kind: 'embedded', dataDir: e.DATA_DIR };
 }

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { apiKeyCreate } from '@estate/contracts/accounts';
 import { composeAccess } from '@estate/gateway';
@@ -7,10 +6,10 @@ import { exitOnStartFailure } from '@estate/platform/lifecycle';
 import { AppError } from '@estate/platform/errors';
 import { createLogger } from '@estate/platform/logging';
 import { ElasticsearchListingIndex } from '@estate/search/elasticsearch-listing.index';
-import { MemoryListingIndex } from '@estate/search/memory-listing.index';
+import { SqliteListingIndex } from '@estate/search/sqlite-listing.index';
 import { MongoDocumentStore } from '@estate/store/mongo.document-store';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
-import { lockDataDir } from '@estate/store/data-dir-lock';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
+import { storeFile } from '@estate/embedded';
 import { type DocumentStore } from '@estate/store';
 import { loadTarget, type CliTarget } from './config';
 
@@ -24,7 +23,7 @@ const USAGE = `Usage: npm run cli -- <command>
   keys revoke <keyId> [--account <id>]          revoke a key at once
   reindex                                       rebuild the listing search index from the listings store
 
-Works offline on DATA_DIR (default ./data; stop the server first), or on the distributed
+Works on DATA_DIR (default ./data; also while the server runs), or on the distributed
 profile's database when MONGODB_URL is set. --account defaults to the default account.
 reindex on the distributed profile also needs ELASTICSEARCH_URL (and reads LISTINGS_MONGODB_DATABASE,
 ELASTICSEARCH_INDEX); the services may keep running meanwhile.`;
@@ -33,25 +32,27 @@ ELASTICSEARCH_INDEX); the services may keep running meanwhile.`;
 async function reindex(target: CliTarget): Promise<number> {
   const log = createLogger({ service: 'cli', level: 'warn' });
   if (target.kind === 'embedded') {
-    // The embedded server holds its index in memory and rebuilds it like this at every start;
-    // here the rebuild checks that every stored listing indexes, and counts them.
-    const release = lockDataDir(target.dataDir);
-    const store = new NedbDocumentStore(join(target.dataDir, 'listings'));
+    // The index lives in the listings file beside the documents; SQLite's locking lets the server run meanwhile.
+    const store = SqliteDocumentStore.open(storeFile(target.dataDir, 'listings'));
+    const index = new SqliteListingIndex({ database: store.database });
     try {
-      const report = await reindexListings(store, new MemoryListingIndex());
-      process.stdout.write(`${report.indexed} listings indexed (in memory: the embedded server rebuilds its index from the store at every start)\n`);
+      const report = await reindexListings(store, index);
+      process.stdout.write(`${report.indexed} listings indexed; ${report.removed} gone meanwhile removed\n`);
       return 0;
     } finally {
+      await index.close();
       await store.close();
-      release();
     }
   }
-  if (!target.elasticsearchUrl) throw new AppError('validation_failed', 'Set ELASTICSEARCH_URL to reindex the distributed profile');
+  if (!target.elasticsearchUrl)
+    throw new AppError('validation_failed', 'Set ELASTICSEARCH_URL to reindex the distributed profile');
   const store = await MongoDocumentStore.connect(target.mongodbUrl, { dbName: target.listingsDatabase });
   const index = ElasticsearchListingIndex.connect(target.elasticsearchUrl, { alias: target.elasticsearchIndex, log });
   try {
     const report = await reindexListings(store, index);
-    process.stdout.write(`${report.indexed} listings indexed into ${target.elasticsearchIndex}; ${report.removed} gone meanwhile removed\n`);
+    process.stdout.write(
+      `${report.indexed} listings indexed into ${target.elasticsearchIndex}; ${report.removed} gone meanwhile removed\n`,
+    );
     return 0;
   } finally {
     await index.close();
@@ -59,19 +60,24 @@ async function reindex(target: CliTarget): Promise<number> {
   }
 }
 
-async function openStore(target: CliTarget): Promise<{ store: DocumentStore; release: () => void }> {
+async function openStore(target: CliTarget): Promise<DocumentStore> {
   if (target.kind === 'distributed') {
-    return { store: await MongoDocumentStore.connect(target.mongodbUrl, { dbName: target.database }), release: () => undefined };
+    return MongoDocumentStore.connect(target.mongodbUrl, { dbName: target.database });
   }
-  const release = lockDataDir(target.dataDir);
-  return { store: new NedbDocumentStore(join(target.dataDir, 'gateway')), release };
+  return SqliteDocumentStore.open(storeFile(target.dataDir, 'gateway'));
 }
 
 async function run(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { role: { type: 'string' }, name: { type: 'string' }, 'agent-id': { type: 'string' }, account: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      role: { type: 'string' },
+      name: { type: 'string' },
+      'agent-id': { type: 'string' },
+      account: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   const [area, action, ...rest] = positionals;
   if (values.help || !area) {
@@ -85,12 +91,16 @@ async function run(argv: string[]): Promise<number> {
     exitOnStartFailure(err);
   }
   if (area === 'reindex') return reindex(target);
-  const { store, release } = await openStore(target);
+  const store = await openStore(target);
   const access = await composeAccess(store);
   const accountId = async () => {
     if (values.account) return values.account;
     const fallback = await access.defaultAccount();
-    if (!fallback) throw new AppError('account_not_found', 'There is no default account yet: start the server once, or pass --account <id>');
+    if (!fallback)
+      throw new AppError(
+        'account_not_found',
+        'There is no default account yet: start the server once, or pass --account <id>',
+      );
     return fallback.id;
   };
   try {
@@ -99,7 +109,9 @@ async function run(argv: string[]): Promise<number> {
         const name = rest.join(' ').trim();
         if (!name) throw new AppError('validation_failed', 'Give the account a name: accounts create "Acme Realty"');
         const { account, adminKey } = await access.createAccount(name);
-        process.stdout.write(`account ${account.id}  ${account.name}\nadmin key ${adminKey.id}  secret (shown once): ${adminKey.secret}\n`);
+        process.stdout.write(
+          `account ${account.id}  ${account.name}\nadmin key ${adminKey.id}  secret (shown once): ${adminKey.secret}\n`,
+        );
         return 0;
       }
       case 'accounts list':
@@ -107,13 +119,24 @@ async function run(argv: string[]): Promise<number> {
         return 0;
       case 'keys create': {
         const parsed = apiKeyCreate.safeParse({ name: values.name, role: values.role, agentId: values['agent-id'] });
-        if (!parsed.success) throw new AppError('validation_failed', parsed.error.issues.map((i) => `--${String(i.path[0] ?? 'input').replace('agentId', 'agent-id')}: ${i.message}`).join('; '));
+        if (!parsed.success)
+          throw new AppError(
+            'validation_failed',
+            parsed.error.issues
+              .map((i) => `--${String(i.path[0] ?? 'input').replace('agentId', 'agent-id')}: ${i.message}`)
+              .join('; '),
+          );
         const key = await access.createKey(await accountId(), parsed.data);
-        process.stdout.write(`key ${key.id}  role ${key.role}${key.agentId ? ` agent ${key.agentId}` : ''}\nsecret (shown once): ${key.secret}\n`);
+        process.stdout.write(
+          `key ${key.id}  role ${key.role}${key.agentId ? ` agent ${key.agentId}` : ''}\nsecret (shown once): ${key.secret}\n`,
+        );
         return 0;
       }
       case 'keys list':
-        for (const k of await access.listKeys(await accountId())) process.stdout.write(`${k.id}  ${k.role.padEnd(11)} ${k.prefix}…  ${k.createdAt}  ${k.name}${k.agentId ? ` (agent ${k.agentId})` : ''}\n`);
+        for (const k of await access.listKeys(await accountId()))
+          process.stdout.write(
+            `${k.id}  ${k.role.padEnd(11)} ${k.prefix}…  ${k.createdAt}  ${k.name}${k.agentId ? ` (agent ${k.agentId})` : ''}\n`,
+          );
         return 0;
       case 'keys revoke': {
         const keyId = rest[0];
@@ -128,14 +151,15 @@ async function run(argv: string[]): Promise<number> {
     }
   } finally {
     await store.close();
-    release();
   }
 }
 
 run(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`${err instanceof AppError ? err.detail : err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(
+      `${err instanceof AppError ? err.detail : err instanceof Error ? err.message : String(err)}\n`,
+    );
     process.exit(1);
   },
 );

@@ -1,4 +1,3 @@
-import { MemoryListingIndex } from '@estate/search/memory-listing.index';
 import { join } from 'node:path';
 import { FsBlobStore } from '@estate/blobs/fs.blob-store';
 import { MemoryBus } from '@estate/bus/memory.bus';
@@ -8,11 +7,12 @@ import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp } from '@estate/media';
 import { createHttpApp } from '@estate/platform/http';
 import type { ListingIndex } from '@estate/search';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
-import { lockDataDir } from '@estate/store/data-dir-lock';
+import { SqliteListingIndex } from '@estate/search/sqlite-listing.index';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { EmbeddedConfig } from './config';
+import { importNedbFolder } from './nedb-import';
 
 export interface EmbeddedProduct {
   app: FastifyInstance;
@@ -24,25 +24,33 @@ export interface EmbeddedProduct {
 }
 
 /**
- * The embedded profile: the four services in one process, each with its own NeDB folder under
- * DATA_DIR, talking over the in-process bus, behind the gateway's edge on one HTTP server.
+ * The embedded profile: the four services in one process, each with its own SQLite file in
+ * DATA_DIR (documents, outbox, jobs; the listing search index in the listings file), talking over
+ * the in-process bus, behind the gateway's edge on one HTTP server. SQLite's own locking lets the
+ * CLI work on the same files while the server runs, and a killed process leaves nothing behind
+ * that blocks the next start.
  */
 export async function composeEmbedded(
   config: EmbeddedConfig,
   log: Logger,
-  /** The listings search index; the in-process one unless given (the bench puts Elasticsearch behind the same edge). */
+  /** The listings search index; SQLite in the listings file unless given (the bench puts Elasticsearch behind the same edge). */
   options: { listingIndex?: ListingIndex } = {},
 ): Promise<EmbeddedProduct> {
-  const releaseLock = lockDataDir(config.dataDir);
   const bus = new MemoryBus(log.child({ component: 'bus' }));
   const stores = {
-    gateway: new NedbDocumentStore(join(config.dataDir, 'gateway')),
-    listings: new NedbDocumentStore(join(config.dataDir, 'listings')),
-    media: new NedbDocumentStore(join(config.dataDir, 'media')),
-    leads: new NedbDocumentStore(join(config.dataDir, 'leads')),
+    gateway: SqliteDocumentStore.open(storeFile(config.dataDir, 'gateway')),
+    listings: SqliteDocumentStore.open(storeFile(config.dataDir, 'listings')),
+    media: SqliteDocumentStore.open(storeFile(config.dataDir, 'media')),
+    leads: SqliteDocumentStore.open(storeFile(config.dataDir, 'leads')),
   };
-  const listings = await composeListings({ store: stores.listings, bus, log, index: options.listingIndex ?? new MemoryListingIndex() });
-  const media = await composeMedia({ store: stores.media, bus, blobs: await FsBlobStore.open(join(config.dataDir, 'media', 'files')), log });
+  const listingIndex = options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database });
+  const listings = await composeListings({ store: stores.listings, bus, log, index: listingIndex });
+  const media = await composeMedia({
+    store: stores.media,
+    bus,
+    blobs: await FsBlobStore.open(join(config.dataDir, 'media', 'files')),
+    log,
+  });
   const leads = await composeLeads({ store: stores.leads, bus, log });
   const gateway = await composeGateway({
     store: stores.gateway,
@@ -59,8 +67,15 @@ export async function composeEmbedded(
     service: 'embedded',
     logger: log,
     bodyLimit: 5 * 1024 * 1024,
-    readiness: { bus: () => bus.ping(), ...listings.readiness, ...Object.fromEntries(Object.entries(stores).map(([name, s]) => [`store:${name}`, () => s.ping()])) },
-    openapi: { title: 'Estate listings and leads API', description: 'Listings, media and lead management for brokerages, portals and CRMs.' },
+    readiness: {
+      bus: () => bus.ping(),
+      ...listings.readiness,
+      ...Object.fromEntries(Object.entries(stores).map(([name, s]) => [`store:${name}`, () => s.ping()])),
+    },
+    openapi: {
+      title: 'Estate listings and leads API',
+      description: 'Listings, media and lead management for brokerages, portals and CRMs.',
+    },
   });
   // The gateway's edge covers every route registered beside it.
   await app.register(gatewayApp, { runtime: gateway });
@@ -68,19 +83,23 @@ export async function composeEmbedded(
   await app.register(mediaApp, { runtime: media });
   await app.register(leadsApp, { runtime: leads });
   await app.ready();
+  // A data folder of the previous version (NeDB files per service) is imported once, before anything starts.
+  for (const [name, store] of Object.entries(stores)) await importNedbFolder(join(config.dataDir, name), store, log);
   for (const r of runtimes) await r.start();
   const boot = gateway.boot as BootstrapResult;
 
   return {
     app,
     boot,
-    listingIndex: listings.index,
+    listingIndex,
     async close() {
       await app.close();
       for (const r of [...runtimes].reverse()) await r.stop();
       await bus.close();
       for (const s of Object.values(stores)) await s.close();
-      releaseLock();
     },
   };
 }
+
+/** One SQLite file per service in the data folder. */
+export const storeFile = (dataDir: string, service: string): string => join(dataDir, `${service}.sqlite`);

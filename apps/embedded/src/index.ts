@@ -1,2 +1,2 @@
-export { composeEmbedded, type EmbeddedProduct } from './compose';
+export { composeEmbedded, storeFile, type EmbeddedProduct } from './compose';
 export { loadConfig, type EmbeddedConfig } from './config';

@@ -11,7 +11,14 @@ async function main(): Promise<void> {
   closeOnSignals(log, () => product.close());
   await product.app.listen({ port: config.port, host: config.host });
   process.stdout.write(firstStartBanner(product.boot, `http://${config.host}:${config.port}`));
-  log.info({ url: `http://${config.host}:${config.port}`, docs: `http://${config.host}:${config.port}/docs`, dataDir: config.dataDir }, 'embedded profile ready');
+  log.info(
+    {
+      url: `http://${config.host}:${config.port}`,
+      docs: `http://${config.host}:${config.port}/docs`,
+      dataDir: config.dataDir,
+    },
+    'embedded profile ready',
+  );
 }
 
 main().catch(exitOnStartFailure);

@@ -47,7 +47,10 @@ export interface BlobStore {
 }
 
 export class BlobTooLargeError extends Error {
-  constructor(readonly key: string, readonly maxBytes: number) {
+  constructor(
+    readonly key: string,
+    readonly maxBytes: number,
+  ) {
     super(`blob ${key} is larger than ${maxBytes} bytes`);
     this.name = 'BlobTooLargeError';
   }
@@ -81,7 +84,10 @@ export class MeasuringStream extends Transform {
   private readonly hash = createHash('sha256');
   bytes = 0;
 
-  constructor(private readonly key: string, private readonly maxBytes = Number.POSITIVE_INFINITY) {
+  constructor(
+    private readonly key: string,
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
+  ) {
     super();
   }
 

@@ -158,5 +158,11 @@ export class FsBlobStore implements BlobStore {
 }
 
 function toInfo(meta: MetaFile): BlobInfo {
-  return { key: meta.key, size: meta.size, contentType: meta.contentType, sha256: meta.sha256, storedAt: new Date(meta.storedAt) };
+  return {
+    key: meta.key,
+    size: meta.size,
+    contentType: meta.contentType,
+    sha256: meta.sha256,
+    storedAt: new Date(meta.storedAt),
+  };
 }

@@ -67,7 +67,9 @@ export class GridFsBlobStore implements BlobStore {
   async put(key: string, source: Readable, options: PutOptions): Promise<BlobInfo> {
     assertBlobKey(key);
     const measure = new MeasuringStream(key, options.maxBytes);
-    const upload = this.bucket.openUploadStream(`${STAGING_PREFIX}${randomUUID()}`, { metadata: { contentType: options.contentType } });
+    const upload = this.bucket.openUploadStream(`${STAGING_PREFIX}${randomUUID()}`, {
+      metadata: { contentType: options.contentType },
+    });
     try {
       await pipeline(source, measure, upload);
       const committed = await this.files.findOneAndUpdate(
@@ -137,14 +139,22 @@ export class GridFsBlobStore implements BlobStore {
 
   /** Older versions of a key, replaced by `current`. */
   private async removeOlder(key: string, current: FileDoc): Promise<void> {
-    const older = await this.files.find({ filename: key, _id: { $ne: current._id }, uploadDate: { $lte: current.uploadDate } }, { projection: { _id: 1 } }).toArray();
+    const older = await this.files
+      .find(
+        { filename: key, _id: { $ne: current._id }, uploadDate: { $lte: current.uploadDate } },
+        { projection: { _id: 1 } },
+      )
+      .toArray();
     for (const doc of older) await this.bucket.delete(doc._id).catch(() => undefined);
   }
 
   private async removeStaleStaging(): Promise<void> {
     const cutoff = new Date(Date.now() - STALE_STAGING_MS);
     const stale = await this.files
-      .find({ filename: { $gte: STAGING_PREFIX, $lt: `${STAGING_PREFIX}\uffff` }, uploadDate: { $lt: cutoff } }, { projection: { _id: 1 } })
+      .find(
+        { filename: { $gte: STAGING_PREFIX, $lt: `${STAGING_PREFIX}\uffff` }, uploadDate: { $lt: cutoff } },
+        { projection: { _id: 1 } },
+      )
       .toArray();
     for (const doc of stale) await this.bucket.delete(doc._id).catch(() => undefined);
     if (stale.length > 0) this.log?.info({ count: stale.length }, 'gridfs: removed uploads cut short by a crash');

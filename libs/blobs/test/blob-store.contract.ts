@@ -70,7 +70,9 @@ export function blobStoreContract(name: string, harness: () => BlobHarness) {
     it('stores a stream and gives back the same bytes with content type, size and sha256', async () => {
       const k = key('photo.jpg');
       const bytes = randomBytes(300_000);
-      const info = await store.put(k, Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]), { contentType: 'image/jpeg' });
+      const info = await store.put(k, Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]), {
+        contentType: 'image/jpeg',
+      });
       expect(info).toMatchObject({ key: k, size: bytes.length, contentType: 'image/jpeg', sha256: sha(bytes) });
       expect(info.storedAt).toBeInstanceOf(Date);
       const got = await store.get(k);
@@ -148,12 +150,16 @@ export function blobStoreContract(name: string, harness: () => BlobHarness) {
 
     it('leaves nothing behind when the source fails midway, and keeps an existing blob intact', async () => {
       const fresh = key();
-      await expect(store.put(fresh, failingAfter(200_000), { contentType: 'image/jpeg' })).rejects.toThrow('client went away');
+      await expect(store.put(fresh, failingAfter(200_000), { contentType: 'image/jpeg' })).rejects.toThrow(
+        'client went away',
+      );
       expect(await store.exists(fresh)).toBe(false);
 
       const kept = key();
       await store.put(kept, Readable.from([Buffer.from('keep me')]), { contentType: 'text/plain' });
-      await expect(store.put(kept, failingAfter(200_000), { contentType: 'image/jpeg' })).rejects.toThrow('client went away');
+      await expect(store.put(kept, failingAfter(200_000), { contentType: 'image/jpeg' })).rejects.toThrow(
+        'client went away',
+      );
       const got = await store.get(kept);
       expect(got!.info.contentType).toBe('text/plain');
       expect((await readAll(got!.stream)).toString()).toBe('keep me');
@@ -164,16 +170,23 @@ export function blobStoreContract(name: string, harness: () => BlobHarness) {
       const source = generated(5 * 1024 * 1024);
       let read = 0;
       source.stream.on('data', (c: Buffer) => (read += c.length));
-      await expect(store.put(k, source.stream, { contentType: 'image/jpeg', maxBytes: 1024 * 1024 })).rejects.toBeInstanceOf(BlobTooLargeError);
+      await expect(
+        store.put(k, source.stream, { contentType: 'image/jpeg', maxBytes: 1024 * 1024 }),
+      ).rejects.toBeInstanceOf(BlobTooLargeError);
       expect(read).toBeLessThan(2 * 1024 * 1024);
       expect(await store.exists(k)).toBe(false);
       const exact = key();
-      expect((await store.put(exact, generated(1024 * 1024).stream, { contentType: 'image/jpeg', maxBytes: 1024 * 1024 })).size).toBe(1024 * 1024);
+      expect(
+        (await store.put(exact, generated(1024 * 1024).stream, { contentType: 'image/jpeg', maxBytes: 1024 * 1024 }))
+          .size,
+      ).toBe(1024 * 1024);
     });
 
     it('refuses keys that are not safe relative paths', async () => {
       for (const bad of ['', '/abs', 'a//b', '../x', 'a/../b', 'a/./b', 'sp ace', 'a\\b', 'ü', 'x'.repeat(201)]) {
-        await expect(store.put(bad, Readable.from([Buffer.from('x')]), { contentType: 'text/plain' })).rejects.toBeInstanceOf(InvalidBlobKeyError);
+        await expect(
+          store.put(bad, Readable.from([Buffer.from('x')]), { contentType: 'text/plain' }),
+        ).rejects.toBeInstanceOf(InvalidBlobKeyError);
         await expect(store.get(bad)).rejects.toBeInstanceOf(InvalidBlobKeyError);
       }
     });

@@ -44,7 +44,10 @@ export interface Subscription {
 
 /** Throw from a handler for a failure worth retrying later (the message is redelivered). */
 export class RetryLater extends Error {
-  constructor(message: string, readonly delayMs = 1000) {
+  constructor(
+    message: string,
+    readonly delayMs = 1000,
+  ) {
     super(message);
     this.name = 'RetryLater';
   }
@@ -63,7 +66,11 @@ export interface Bus {
   /** Validates the payload against its subject's schema, then publishes durably. */
   publish<S extends Subject>(subject: S, payload: EventPayload<S>, options?: PublishOptions): Promise<void>;
   /** Durable subscription: a handler that resolves acks; one that throws is retried (see RetryLater/Unprocessable). */
-  subscribe<S extends Subject>(subjects: readonly S[], options: SubscribeOptions, handler: (message: BusMessage<S>) => Promise<void>): Promise<Subscription>;
+  subscribe<S extends Subject>(
+    subjects: readonly S[],
+    options: SubscribeOptions,
+    handler: (message: BusMessage<S>) => Promise<void>,
+  ): Promise<Subscription>;
   /** Transient notification, not stored; subscribers that are not listening miss it. */
   notify(subject: string, data: unknown, options?: { requestId?: string }): void;
   /** Listens to transient notifications; `*` matches one subject token, `>` the rest. */

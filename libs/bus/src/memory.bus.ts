@@ -41,7 +41,10 @@ export class MemoryBus implements Bus {
   private readonly inflight = new Set<Promise<void>>();
   private closed = false;
 
-  constructor(private readonly log: Logger, private readonly retryBaseMs = 50) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly retryBaseMs = 50,
+  ) {}
 
   async publish<S extends Subject>(subject: S, payload: EventPayload<S>, options: PublishOptions = {}): Promise<void> {
     if (this.closed) throw new Error('bus closed');
@@ -51,7 +54,12 @@ export class MemoryBus implements Bus {
     const deliveries: Promise<void>[] = [];
     for (const [durable, group] of this.groups) {
       if (!group.subjects.includes(subject)) continue;
-      const message = { subject, payload: parsed, requestId: options.requestId, deliveryCount: 1 } as BusMessage<Subject>;
+      const message = {
+        subject,
+        payload: parsed,
+        requestId: options.requestId,
+        deliveryCount: 1,
+      } as BusMessage<Subject>;
       group.tail = group.tail.then(() => this.deliver(durable, group, message));
       deliveries.push(group.tail);
     }
@@ -61,10 +69,20 @@ export class MemoryBus implements Bus {
     if (!stream.workQueue) await all;
   }
 
-  async subscribe<S extends Subject>(list: readonly S[], options: SubscribeOptions, handler: (message: BusMessage<S>) => Promise<void>): Promise<Subscription> {
+  async subscribe<S extends Subject>(
+    list: readonly S[],
+    options: SubscribeOptions,
+    handler: (message: BusMessage<S>) => Promise<void>,
+  ): Promise<Subscription> {
     let group = this.groups.get(options.durable);
     if (!group) {
-      group = { subjects: list, maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER, members: [], next: 0, tail: Promise.resolve() };
+      group = {
+        subjects: list,
+        maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
+        members: [],
+        next: 0,
+        tail: Promise.resolve(),
+      };
       this.groups.set(options.durable, group);
     }
     const member: Member = { handler: handler as Member['handler'], active: true };
@@ -114,18 +132,35 @@ export class MemoryBus implements Bus {
         return;
       } catch (err) {
         if (err instanceof Unprocessable) {
-          this.log.error({ err, durable, subject: message.subject, requestId: message.requestId }, 'message dropped: unprocessable');
+          this.log.error(
+            { err, durable, subject: message.subject, requestId: message.requestId },
+            'message dropped: unprocessable',
+          );
           return;
         }
-        const delay = err instanceof RetryLater ? Math.min(err.delayMs, 5000) : Math.min(this.retryBaseMs * 2 ** (attempt - 1), 5000);
+        const delay =
+          err instanceof RetryLater
+            ? Math.min(err.delayMs, 5000)
+            : Math.min(this.retryBaseMs * 2 ** (attempt - 1), 5000);
         // A RetryLater is the handler's own choice (wait for a lease, hand work back), not a failure.
-        if (err instanceof RetryLater) this.log.debug({ reason: err.message, durable, subject: message.subject, attempt, requestId: message.requestId }, 'handler deferred the message; redelivering');
-        else this.log.warn({ err, durable, subject: message.subject, attempt, requestId: message.requestId }, 'handler failed; redelivering');
+        if (err instanceof RetryLater)
+          this.log.debug(
+            { reason: err.message, durable, subject: message.subject, attempt, requestId: message.requestId },
+            'handler deferred the message; redelivering',
+          );
+        else
+          this.log.warn(
+            { err, durable, subject: message.subject, attempt, requestId: message.requestId },
+            'handler failed; redelivering',
+          );
         if (this.closed) return;
         await new Promise((r) => setTimeout(r, delay));
       }
     }
-    this.log.error({ durable, subject: message.subject, requestId: message.requestId }, 'message dropped after max deliveries');
+    this.log.error(
+      { durable, subject: message.subject, requestId: message.requestId },
+      'message dropped after max deliveries',
+    );
   }
 
   private pick(group: Group): Member | undefined {

@@ -13,7 +13,13 @@ import {
   type JsMsg,
   type StreamConfig,
 } from '@nats-io/jetstream';
-import { headers, nanos, type MsgHdrs, type NatsConnection, type Subscription as CoreSubscription } from '@nats-io/nats-core';
+import {
+  headers,
+  nanos,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription as CoreSubscription,
+} from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import {
@@ -67,7 +73,8 @@ function streamOf(subject: Subject): StreamName {
 /** Subject and stream names as they are on the server, for a namespace (or none). */
 class Names {
   constructor(private readonly namespace?: string) {
-    if (namespace !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(namespace)) throw new Error(`invalid NATS namespace "${namespace}"`);
+    if (namespace !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(namespace))
+      throw new Error(`invalid NATS namespace "${namespace}"`);
   }
   subject(s: string): string {
     return this.namespace ? `${this.namespace}.${s}` : s;
@@ -102,7 +109,8 @@ function versionAtLeast(version: string | undefined, min: [number, number, numbe
   return true;
 }
 
-const sameList = (a: readonly string[] = [], b: readonly string[] = []) => a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+const sameList = (a: readonly string[] = [], b: readonly string[] = []) =>
+  a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
 
 interface Running {
   stop(): Promise<void>;
@@ -162,7 +170,8 @@ export class NatsBus implements Bus {
       ...(msgID ? { msgID } : {}),
       headers: this.headersFor(options.requestId),
     });
-    if (ack.duplicate) this.opts.log.debug({ subject, msgId: msgID, seq: ack.seq }, 'duplicate publish dropped by the stream');
+    if (ack.duplicate)
+      this.opts.log.debug({ subject, msgId: msgID, seq: ack.seq }, 'duplicate publish dropped by the stream');
   }
 
   async subscribe<S extends Subject>(
@@ -174,14 +183,17 @@ export class NatsBus implements Bus {
     if (list.length === 0) throw new Error('subscribe needs at least one subject');
     const stream = streamOf(list[0]);
     const strays = list.filter((s) => streamOf(s) !== stream);
-    if (strays.length > 0) throw new Error(`subjects ${strays.join(', ')} are not in stream ${stream}; subscribe to each stream separately`);
+    if (strays.length > 0)
+      throw new Error(`subjects ${strays.join(', ')} are not in stream ${stream}; subscribe to each stream separately`);
     const wanted = new Set<Subject>(list);
     const maxDeliver = options.maxDeliver ?? DEFAULT_MAX_DELIVER;
     const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
 
     await this.ensureConsumer(stream, options.durable, [...wanted], maxDeliver, ackWaitMs);
     const consumer = await this.js.consumers.get(this.names.stream(stream), options.durable);
-    const messages: ConsumerMessages = await consumer.consume({ max_messages: options.prefetch ?? this.opts.prefetch ?? DEFAULT_PREFETCH });
+    const messages: ConsumerMessages = await consumer.consume({
+      max_messages: options.prefetch ?? this.opts.prefetch ?? DEFAULT_PREFETCH,
+    });
     const log = this.opts.log.child({ durable: options.durable, stream });
     let busy = false;
     let idleSince = Date.now();
@@ -199,7 +211,14 @@ export class NatsBus implements Bus {
         }
         busy = true;
         try {
-          await this.handle(m, wanted, maxDeliver, ackWaitMs, handler as (message: BusMessage<Subject>) => Promise<void>, log);
+          await this.handle(
+            m,
+            wanted,
+            maxDeliver,
+            ackWaitMs,
+            handler as (message: BusMessage<Subject>) => Promise<void>,
+            log,
+          );
         } finally {
           busy = false;
           idleSince = Date.now();
@@ -225,7 +244,9 @@ export class NatsBus implements Bus {
   notify(subject: string, data: unknown, options: { requestId?: string } = {}): void {
     if (this.closing || this.nc.isClosed()) return;
     try {
-      this.nc.publish(this.names.subject(subject), JSON.stringify(data), { headers: this.headersFor(options.requestId) });
+      this.nc.publish(this.names.subject(subject), JSON.stringify(data), {
+        headers: this.headersFor(options.requestId),
+      });
     } catch (err) {
       this.opts.log.warn({ err, subject }, 'transient notification not sent');
     }
@@ -272,7 +293,8 @@ export class NatsBus implements Bus {
       await Promise.all([...this.running].map((r) => r.stop()));
       for (const sub of this.listeners) if (!sub.isClosed()) sub.unsubscribe();
       this.listeners.clear();
-      if (!this.nc.isClosed()) await this.nc.drain().catch((err: unknown) => this.opts.log.warn({ err }, 'nats drain failed'));
+      if (!this.nc.isClosed())
+        await this.nc.drain().catch((err: unknown) => this.opts.log.warn({ err }, 'nats drain failed'));
     })();
     return this.closing;
   }
@@ -309,7 +331,10 @@ export class NatsBus implements Bus {
       return;
     }
     // Long handlers keep their delivery: tell the server we are still working well before the ack wait runs out.
-    const heartbeat = setInterval(() => this.settle(m, (x) => x.working(), log), Math.max(100, Math.floor(ackWaitMs / 3)));
+    const heartbeat = setInterval(
+      () => this.settle(m, (x) => x.working(), log),
+      Math.max(100, Math.floor(ackWaitMs / 3)),
+    );
     try {
       await handler({ subject, payload, requestId, deliveryCount } as BusMessage<Subject>);
       this.settle(m, (x) => x.ack(), log);
@@ -321,9 +346,16 @@ export class NatsBus implements Bus {
         log.error({ err, subject, requestId, deliveryCount }, 'message dropped after max deliveries');
         this.settle(m, (x) => x.term(), log);
       } else {
-        const delay = err instanceof RetryLater ? err.delayMs : Math.min((this.opts.retryBaseMs ?? 1000) * 2 ** (deliveryCount - 1), MAX_BACKOFF_MS);
+        const delay =
+          err instanceof RetryLater
+            ? err.delayMs
+            : Math.min((this.opts.retryBaseMs ?? 1000) * 2 ** (deliveryCount - 1), MAX_BACKOFF_MS);
         // A RetryLater is the handler's own choice (wait for a lease, hand work back), not a failure.
-        if (err instanceof RetryLater) log.debug({ reason: err.message, subject, requestId, deliveryCount, delayMs: delay }, 'handler deferred the message; redelivering');
+        if (err instanceof RetryLater)
+          log.debug(
+            { reason: err.message, subject, requestId, deliveryCount, delayMs: delay },
+            'handler deferred the message; redelivering',
+          );
         else log.warn({ err, subject, requestId, deliveryCount, delayMs: delay }, 'handler failed; redelivering');
         this.settle(m, (x) => x.nak(delay), log);
       }
@@ -368,15 +400,29 @@ export class NatsBus implements Bus {
             'these cannot be changed in place: migrate the stream',
         );
       }
-      if (!sameList(current.subjects, want.subjects) || current.max_age !== want.max_age || current.duplicate_window !== want.duplicate_window) {
-        await this.jsm.streams.update(name, { subjects: want.subjects, max_age: want.max_age, duplicate_window: want.duplicate_window });
+      if (
+        !sameList(current.subjects, want.subjects) ||
+        current.max_age !== want.max_age ||
+        current.duplicate_window !== want.duplicate_window
+      ) {
+        await this.jsm.streams.update(name, {
+          subjects: want.subjects,
+          max_age: want.max_age,
+          duplicate_window: want.duplicate_window,
+        });
         this.opts.log.info({ stream: name }, 'stream updated');
       }
     }
   }
 
   /** Creates the durable pull consumer or updates the settings that may change. */
-  private async ensureConsumer(stream: StreamName, durable: string, list: Subject[], maxDeliver: number, ackWaitMs: number): Promise<void> {
+  private async ensureConsumer(
+    stream: StreamName,
+    durable: string,
+    list: Subject[],
+    maxDeliver: number,
+    ackWaitMs: number,
+  ): Promise<void> {
     const streamSubjects = desiredStream(stream, this.names).subjects;
     const serverSubjects = list.map((x) => this.names.subject(x));
     // Both keys are always given (one undefined, dropped from the JSON) so an update replaces the
@@ -393,7 +439,9 @@ export class NatsBus implements Bus {
       ...filter,
       ack_wait: nanos(ackWaitMs),
       max_deliver: maxDeliver,
-      ...(this.opts.consumerInactiveThresholdMs ? { inactive_threshold: nanos(this.opts.consumerInactiveThresholdMs) } : {}),
+      ...(this.opts.consumerInactiveThresholdMs
+        ? { inactive_threshold: nanos(this.opts.consumerInactiveThresholdMs) }
+        : {}),
     };
     const config = {
       durable_name: durable,
@@ -408,9 +456,12 @@ export class NatsBus implements Bus {
       try {
         await this.jsm.consumers.update(this.names.stream(stream), durable, changeable);
       } catch (updateErr) {
-        throw new Error(`cannot create or update consumer ${durable} on ${stream}: ${(addErr as Error).message}; ${(updateErr as Error).message}`, {
-          cause: updateErr,
-        });
+        throw new Error(
+          `cannot create or update consumer ${durable} on ${stream}: ${(addErr as Error).message}; ${(updateErr as Error).message}`,
+          {
+            cause: updateErr,
+          },
+        );
       }
     }
   }
@@ -419,8 +470,14 @@ export class NatsBus implements Bus {
     try {
       for await (const s of messages.status()) {
         // The next pull waits for the handler to return, so a long handler (a bulk job) misses heartbeats by design.
-        if (s.type === 'heartbeats_missed' && busy()) log.debug({ status: s.type }, 'jetstream consumer status while the handler runs');
-        else if (s.type === 'heartbeats_missed' || s.type === 'consumer_not_found' || s.type === 'stream_not_found' || s.type === 'consumer_deleted') {
+        if (s.type === 'heartbeats_missed' && busy())
+          log.debug({ status: s.type }, 'jetstream consumer status while the handler runs');
+        else if (
+          s.type === 'heartbeats_missed' ||
+          s.type === 'consumer_not_found' ||
+          s.type === 'stream_not_found' ||
+          s.type === 'consumer_deleted'
+        ) {
           log.warn({ status: s.type }, 'jetstream consumer status');
         }
       }
@@ -432,7 +489,8 @@ export class NatsBus implements Bus {
   private watchConnection(): void {
     void (async () => {
       for await (const s of this.nc.status()) {
-        if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error') this.opts.log.warn({ status: s.type }, 'nats connection');
+        if (s.type === 'disconnect' || s.type === 'reconnect' || s.type === 'error')
+          this.opts.log.warn({ status: s.type }, 'nats connection');
       }
     })().catch(() => undefined);
   }

@@ -29,7 +29,11 @@ export interface OutboxFields {
 
 export type OutboxDoc = StoredDoc & OutboxFields;
 
-export function outboxEntry<S extends Subject>(subject: S, payload: Omit<EventPayload<S>, 'eventId'> & { eventId?: string }, requestId?: string): OutboxEntry {
+export function outboxEntry<S extends Subject>(
+  subject: S,
+  payload: Omit<EventPayload<S>, 'eventId'> & { eventId?: string },
+  requestId?: string,
+): OutboxEntry {
   const eventId = payload.eventId ?? randomUUID();
   return { eventId, subject, payload: { ...payload, eventId }, requestId };
 }
@@ -144,7 +148,12 @@ export class OutboxRelay {
     }
     if (doc._deleted) {
       if (await col.deleteOne({ id: doc.id, version: doc.version, _outboxPending: true })) return;
-    } else if (await col.updateOne({ id: doc.id, version: doc.version, _outboxPending: true }, { $set: { _outbox: [], _outboxPending: false } })) {
+    } else if (
+      await col.updateOne(
+        { id: doc.id, version: doc.version, _outboxPending: true },
+        { $set: { _outbox: [], _outboxPending: false } },
+      )
+    ) {
       return;
     }
     // The document changed while we published: drop what went out, leave the rest for the next sweep.

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { EventPayload } from '@estate/contracts/events';
+import { eventually } from '@estate/testing';
 import { RetryLater, type Bus, type BusMessage } from '../src/bus';
 
 export interface BusHarness {
@@ -10,13 +12,8 @@ export interface BusHarness {
 
 type Deleted = EventPayload<'listings.listing.deleted'>;
 
-export async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!check()) {
-    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting for condition');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+/** How long a test waits for a delivery: both buses deliver within milliseconds when they work. */
+export const WAIT = { timeoutMs: 5000, intervalMs: 10 };
 
 /** The behaviour every bus adapter must show. */
 export function busContract(name: string, harness: () => BusHarness) {
@@ -57,8 +54,13 @@ export function busContract(name: string, harness: () => BusHarness) {
       });
       const e = event();
       await bus.publish('listings.listing.deleted', e, { requestId: 'req-123' });
-      await waitFor(() => got.length === 1);
-      expect(got[0]).toMatchObject({ subject: 'listings.listing.deleted', payload: e, requestId: 'req-123', deliveryCount: 1 });
+      await eventually(() => expect(got).toHaveLength(1), WAIT);
+      expect(got[0]).toMatchObject({
+        subject: 'listings.listing.deleted',
+        payload: e,
+        requestId: 'req-123',
+        deliveryCount: 1,
+      });
     });
 
     it('refuses to publish a payload that breaks its schema', async () => {
@@ -66,7 +68,7 @@ export function busContract(name: string, harness: () => BusHarness) {
       await expect(bus.publish('listings.listing.deleted', { ...event(), version: 'x' } as never)).rejects.toThrow();
     });
 
-    it('gives every durable each message once, and shares a durable\'s messages among its replicas', async () => {
+    it("gives every durable each message once, and shares a durable's messages among its replicas", async () => {
       const a = await open();
       const b = await open();
       const shared = `shared-${randomUUID().slice(0, 8)}`;
@@ -84,8 +86,11 @@ export function busContract(name: string, harness: () => BusHarness) {
       });
       const events = Array.from({ length: 20 }, () => event());
       for (const e of events) await a.publish('listings.listing.deleted', e);
-      await waitFor(() => byReplica.a.length + byReplica.b.length === 20 && otherGot.length === 20);
-      await new Promise((r) => setTimeout(r, 200));
+      await eventually(() => {
+        expect(byReplica.a.length + byReplica.b.length).toBe(20);
+        expect(otherGot).toHaveLength(20);
+      }, WAIT);
+      await sleep(200);
       const sharedIds = [...byReplica.a, ...byReplica.b].sort();
       expect(sharedIds).toEqual(events.map((e) => e.listingId).sort());
       expect(otherGot.sort()).toEqual(events.map((e) => e.listingId).sort());
@@ -94,28 +99,36 @@ export function busContract(name: string, harness: () => BusHarness) {
     it('redelivers when a handler fails, counting deliveries', async () => {
       const bus = await open();
       const counts: number[] = [];
-      await bus.subscribe(['listings.listing.deleted'], { durable: `retry-${randomUUID().slice(0, 8)}`, ackWaitMs: 2000 }, async (m) => {
-        if (!mine(m)) return;
-        counts.push(m.deliveryCount);
-        if (m.deliveryCount < 3) throw new RetryLater('not yet', 50);
-      });
+      await bus.subscribe(
+        ['listings.listing.deleted'],
+        { durable: `retry-${randomUUID().slice(0, 8)}`, ackWaitMs: 2000 },
+        async (m) => {
+          if (!mine(m)) return;
+          counts.push(m.deliveryCount);
+          if (m.deliveryCount < 3) throw new RetryLater('not yet', 50);
+        },
+      );
       await bus.publish('listings.listing.deleted', event());
-      await waitFor(() => counts.length === 3, 10000);
+      await eventually(() => expect(counts).toHaveLength(3), { timeoutMs: 10_000, intervalMs: 10 });
       expect(counts).toEqual([1, 2, 3]);
     });
 
     it('drops a second publish with the same message id', async () => {
       const bus = await open();
       const got: string[] = [];
-      await bus.subscribe(['listings.listing.deleted'], { durable: `dedupe-${randomUUID().slice(0, 8)}` }, async (m) => {
-        if (mine(m)) got.push(m.payload.eventId);
-      });
+      await bus.subscribe(
+        ['listings.listing.deleted'],
+        { durable: `dedupe-${randomUUID().slice(0, 8)}` },
+        async (m) => {
+          if (mine(m)) got.push(m.payload.eventId);
+        },
+      );
       const e = event();
       await bus.publish('listings.listing.deleted', e);
       await bus.publish('listings.listing.deleted', e);
       await bus.publish('listings.listing.deleted', event());
-      await waitFor(() => got.length >= 2);
-      await new Promise((r) => setTimeout(r, 300));
+      await eventually(() => expect(got.length).toBeGreaterThanOrEqual(2), WAIT);
+      await sleep(300);
       expect(got).toHaveLength(2);
     });
 
@@ -126,9 +139,9 @@ export function busContract(name: string, harness: () => BusHarness) {
       const seen: [string, unknown][] = [];
       a.listen(`jobs.${job}.*`, (data, subject) => seen.push([subject, data]));
       a.listen(`jobs.other.>`, (data, subject) => seen.push([subject, data]));
-      await new Promise((r) => setTimeout(r, 100));
+      await sleep(100);
       b.notify(`jobs.${job}.progress`, { processed: 1 });
-      await waitFor(() => seen.length === 1);
+      await eventually(() => expect(seen).toHaveLength(1), WAIT);
       expect(seen).toEqual([[`jobs.${job}.progress`, { processed: 1 }]]);
     });
 
@@ -139,11 +152,11 @@ export function busContract(name: string, harness: () => BusHarness) {
       await bus.subscribe(['listings.listing.deleted'], { durable: `close-${randomUUID().slice(0, 8)}` }, async (m) => {
         if (!mine(m)) return;
         started = true;
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
         finished = true;
       });
       void bus.publish('listings.listing.deleted', event()).catch(() => undefined);
-      await waitFor(() => started);
+      await eventually(() => expect(started).toBe(true), WAIT);
       await bus.close();
       opened.splice(opened.indexOf(bus), 1);
       expect(finished).toBe(true);

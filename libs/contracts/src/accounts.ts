@@ -17,11 +17,19 @@ export const apiKeyCreate = z
   .strictObject({
     name: z.string().trim().min(1).max(100),
     role,
-    agentId: z.string().trim().min(1).max(64).optional().describe('Required for role `agent`: the agent the key acts as'),
+    agentId: z
+      .string()
+      .trim()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe('Required for role `agent`: the agent the key acts as'),
   })
   .superRefine((v, ctx) => {
-    if (v.role === 'agent' && !v.agentId) ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is required for role agent' });
-    if (v.role !== 'agent' && v.agentId) ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is only allowed for role agent' });
+    if (v.role === 'agent' && !v.agentId)
+      ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is required for role agent' });
+    if (v.role !== 'agent' && v.agentId)
+      ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is only allowed for role agent' });
   })
   .meta({ id: 'ApiKeyCreate' });
 export type ApiKeyCreate = z.infer<typeof apiKeyCreate>;
@@ -38,7 +46,9 @@ export const apiKey = z
   .meta({ id: 'ApiKey' });
 export type ApiKey = z.infer<typeof apiKey>;
 
-export const apiKeyWithSecret = apiKey.extend({ secret: z.string().describe('Shown only in this answer') }).meta({ id: 'ApiKeyWithSecret' });
+export const apiKeyWithSecret = apiKey
+  .extend({ secret: z.string().describe('Shown only in this answer') })
+  .meta({ id: 'ApiKeyWithSecret' });
 
 export const apiKeyList = z.object({ items: z.array(apiKey) });
 

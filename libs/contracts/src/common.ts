@@ -32,7 +32,9 @@ export function page<T extends z.ZodType>(item: T) {
 /** `?sort=field` or `?sort=-field` over the given fields. */
 export function sortParam<const F extends readonly [string, ...string[]]>(fields: F) {
   const values = fields.flatMap((f) => [f, `-${f}`]) as [string, ...string[]];
-  return single(z.enum(values).optional()).describe(`One of ${fields.map((f) => `\`${f}\``).join(', ')}; prefix with \`-\` for descending`);
+  return single(z.enum(values).optional()).describe(
+    `One of ${fields.map((f) => `\`${f}\``).join(', ')}; prefix with \`-\` for descending`,
+  );
 }
 
 export const idParams = z.object({ id: z.string().min(1).max(64) });
@@ -59,4 +61,6 @@ export function mergePatchOf(schema: z.ZodObject): z.ZodObject {
 }
 
 // A missing required field reads "is required" rather than zod's generic type message.
-z.config({ customError: (issue) => (issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : undefined) });
+z.config({
+  customError: (issue) => (issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : undefined),
+});

@@ -99,5 +99,3 @@ export const problem = z
   .catchall(z.unknown())
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof problem>;
-
-export const problemTypeBase = 'https://docs.estate.dev/problems/';

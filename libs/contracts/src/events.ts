@@ -22,19 +22,53 @@ export const listingDeleted = z.object({ ...eventBase, listingId: z.string() });
 export const bulkJobSubmitted = z.object({ ...eventBase, jobId: z.string() });
 
 /** The listing's media summary after a media change; `version` is the listing's media revision (older states are ignored). */
-export const mediaChanged = z.object({ ...eventBase, listingId: z.string(), change: z.enum(mediaChanges), mediaIds: z.array(z.string()), summary: listingMediaSummary });
+export const mediaChanged = z.object({
+  ...eventBase,
+  listingId: z.string(),
+  change: z.enum(mediaChanges),
+  mediaIds: z.array(z.string()),
+  summary: listingMediaSummary,
+});
 
 /** Command: make the renditions of one uploaded image (`version`: the media item's when queued). */
 export const imageProcess = z.object({ ...eventBase, listingId: z.string(), mediaId: z.string() });
 
 /** A lead created, or its contact fields, status or tags changed (`changes` names them). */
-export const leadChanged = z.object({ ...eventBase, leadId: z.string(), lead: leadEventView, changes: z.array(z.string()) });
-export const leadAssigned = z.object({ ...eventBase, leadId: z.string(), agentId: z.string().nullable(), previousAgentId: z.string().nullable(), assignment: assignment.nullable() });
-export const leadScored = z.object({ ...eventBase, leadId: z.string(), score: z.number(), previousScore: z.number(), scoreSource: z.enum(['engine', 'manual']) });
+export const leadChanged = z.object({
+  ...eventBase,
+  leadId: z.string(),
+  lead: leadEventView,
+  changes: z.array(z.string()),
+});
+export const leadAssigned = z.object({
+  ...eventBase,
+  leadId: z.string(),
+  agentId: z.string().nullable(),
+  previousAgentId: z.string().nullable(),
+  assignment: assignment.nullable(),
+});
+export const leadScored = z.object({
+  ...eventBase,
+  leadId: z.string(),
+  score: z.number(),
+  previousScore: z.number(),
+  scoreSource: z.enum(['engine', 'manual']),
+});
 /** An activity on a lead's timeline (`version` is always 1: activities never change; `leadVersion` is the lead's after it). */
-export const activityRecorded = z.object({ ...eventBase, leadId: z.string(), leadVersion: z.number().int(), activityId: z.string(), activity });
+export const activityRecorded = z.object({
+  ...eventBase,
+  leadId: z.string(),
+  leadVersion: z.number().int(),
+  activityId: z.string(),
+  activity,
+});
 /** Command: record an activity on a lead, once per `eventId` (`version` is always 1). */
-export const activityRecord = z.object({ ...eventBase, leadId: z.string(), source: z.string().min(1).max(64).describe('The publishing service'), activity: activityCommandBody });
+export const activityRecord = z.object({
+  ...eventBase,
+  leadId: z.string(),
+  source: z.string().min(1).max(64).describe('The publishing service'),
+  activity: activityCommandBody,
+});
 
 /**
  * Every subject, its payload schema and the JetStream stream that holds it.

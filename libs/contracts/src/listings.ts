@@ -3,15 +3,30 @@ import { commaList, isoDateTime, mergePatchOf, page, pageQuery, single, sortPara
 
 /** RESO StandardStatus, snake_case. */
 export const listingStatuses = [
-  'coming_soon', 'active', 'active_under_contract', 'pending', 'closed', 'withdrawn', 'expired', 'canceled', 'hold',
+  'coming_soon',
+  'active',
+  'active_under_contract',
+  'pending',
+  'closed',
+  'withdrawn',
+  'expired',
+  'canceled',
+  'hold',
 ] as const;
 export const listingStatus = z.enum(listingStatuses);
 export type ListingStatus = z.infer<typeof listingStatus>;
 
 /** RESO PropertyType, snake_case. */
 export const propertyTypes = [
-  'residential', 'residential_income', 'residential_lease', 'land', 'farm', 'commercial_sale', 'commercial_lease',
-  'business_opportunity', 'manufactured_in_park',
+  'residential',
+  'residential_income',
+  'residential_lease',
+  'land',
+  'farm',
+  'commercial_sale',
+  'commercial_lease',
+  'business_opportunity',
+  'manufactured_in_park',
 ] as const;
 export const propertyType = z.enum(propertyTypes);
 export type PropertyType = z.infer<typeof propertyType>;
@@ -23,7 +38,10 @@ const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const pricingInput = z.strictObject({
   listPrice: amount.describe('Asking price, > 0'),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD').default('USD'),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD')
+    .default('USD'),
   originalListPrice: amount.optional(),
   closePrice: amount.optional(),
 });
@@ -47,7 +65,10 @@ export const addressInput = z.strictObject({
   city: text(100),
   stateOrProvince: text(100),
   postalCode: text(20),
-  country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as US').default('US'),
+  country: z
+    .string()
+    .regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 code such as US')
+    .default('US'),
 });
 
 export const locationInput = z.strictObject({
@@ -57,11 +78,15 @@ export const locationInput = z.strictObject({
 });
 
 const listingInputShape = {
-  externalId: text(128).optional().describe('The feed\'s own key; unique per account together with `source`'),
+  externalId: text(128).optional().describe("The feed's own key; unique per account together with `source`"),
   source: text(64).optional().describe('The feed or system the listing comes from'),
   mlsNumber: text(64).optional(),
   status: listingStatus.default('active'),
-  listedAt: isoDateTime.optional().describe('When the listing went on the market; set automatically when the status first becomes active or coming_soon'),
+  listedAt: isoDateTime
+    .optional()
+    .describe(
+      'When the listing went on the market; set automatically when the status first becomes active or coming_soon',
+    ),
   pricing: pricingInput,
   propertyDetails: propertyDetailsInput,
   location: locationInput,
@@ -69,7 +94,11 @@ const listingInputShape = {
 
 function externalKeyComplete(v: { externalId?: string | null; source?: string | null }, ctx: z.RefinementCtx) {
   if (!!v.externalId !== !!v.source) {
-    ctx.addIssue({ code: 'custom', path: [v.externalId ? 'source' : 'externalId'], message: '`externalId` and `source` go together' });
+    ctx.addIssue({
+      code: 'custom',
+      path: [v.externalId ? 'source' : 'externalId'],
+      message: '`externalId` and `source` go together',
+    });
   }
 }
 
@@ -106,7 +135,7 @@ export const listing = z
       currency: z.string(),
       originalListPrice: z.number().optional(),
       closePrice: z.number().optional(),
-      pricePerArea: z.number().nullable().describe('listPrice / livingArea, in the listing\'s area unit'),
+      pricePerArea: z.number().nullable().describe("listPrice / livingArea, in the listing's area unit"),
     }),
     propertyDetails: z.object({
       propertyType,
@@ -152,18 +181,26 @@ export type ListingFacet = (typeof listingFacets)[number];
 const MAX_RADIUS_KM = 20_038;
 
 /** A comma-separated list of exactly `names.length` numbers, each within its bounds. */
-function numberTuple<const K extends readonly string[]>(names: K, bounds: Record<K[number], [number, number]>, example: string) {
+function numberTuple<const K extends readonly string[]>(
+  names: K,
+  bounds: Record<K[number], [number, number]>,
+  example: string,
+) {
   return z.string().transform((raw, ctx) => {
     const parts = raw.split(',').map((p) => p.trim());
     const values = parts.map(Number);
     if (parts.length !== names.length || parts.some((p) => p === '') || values.some((v) => !Number.isFinite(v))) {
-      ctx.addIssue({ code: 'custom', message: `must be ${names.length} numbers separated by commas (${names.join(',')}), e.g. ${example}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be ${names.length} numbers separated by commas (${names.join(',')}), e.g. ${example}`,
+      });
       return z.NEVER;
     }
     const out = {} as Record<K[number], number>;
     names.forEach((name: K[number], i) => {
       const [min, max] = bounds[name];
-      if (values[i] < min || values[i] > max) ctx.addIssue({ code: 'custom', message: `${name} must be between ${min} and ${max}` });
+      if (values[i] < min || values[i] > max)
+        ctx.addIssue({ code: 'custom', message: `${name} must be between ${min} and ${max}` });
       out[name] = values[i];
     });
     return out;
@@ -176,8 +213,12 @@ const longitude: [number, number] = [-180, 180];
 export const listingSearchQuery = z
   .strictObject({
     ...pageQuery,
-    sort: sortParam(listingSortFields).describe('One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `-` prefix for descending. Default: relevance with `q`, otherwise `-createdAt`. Ties are ordered by id.'),
-    q: single(z.string().trim().min(1).max(200).optional()).describe('Full text over description, address and features; every word must match'),
+    sort: sortParam(listingSortFields).describe(
+      'One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `-` prefix for descending. Default: relevance with `q`, otherwise `-createdAt`. Ties are ordered by id.',
+    ),
+    q: single(z.string().trim().min(1).max(200).optional()).describe(
+      'Full text over description, address and features; every word must match',
+    ),
     status: commaList(listingStatus),
     propertyType: commaList(propertyType),
     city: single(z.string().trim().min(1).max(100).optional()).describe('Whole city name, case ignored'),
@@ -189,12 +230,22 @@ export const listingSearchQuery = z
     maxPrice: single(z.coerce.number().min(0).optional()),
     minBedrooms: single(z.coerce.number().int().min(0).optional()),
     minBathrooms: single(z.coerce.number().min(0).optional()),
-    minLivingArea: single(z.coerce.number().min(0).optional()).describe('Square feet (listings measured in square metres are converted)'),
+    minLivingArea: single(z.coerce.number().min(0).optional()).describe(
+      'Square feet (listings measured in square metres are converted)',
+    ),
     updatedSince: single(isoDateTime.optional()).describe('Listings changed at or after this instant (ISO 8601)'),
-    near: single(numberTuple(['lat', 'lng'] as const, { lat: latitude, lng: longitude }, '30.27,-97.74').optional()).describe('`lat,lng`; needs `radiusKm`'),
-    radiusKm: single(z.coerce.number().min(0.001).max(MAX_RADIUS_KM).optional()).describe('Distance from `near`, in kilometres'),
+    near: single(
+      numberTuple(['lat', 'lng'] as const, { lat: latitude, lng: longitude }, '30.27,-97.74').optional(),
+    ).describe('`lat,lng`; needs `radiusKm`'),
+    radiusKm: single(z.coerce.number().min(0.001).max(MAX_RADIUS_KM).optional()).describe(
+      'Distance from `near`, in kilometres',
+    ),
     bbox: single(
-      numberTuple(['minLng', 'minLat', 'maxLng', 'maxLat'] as const, { minLng: longitude, minLat: latitude, maxLng: longitude, maxLat: latitude }, '-97.8,30.2,-97.7,30.3').optional(),
+      numberTuple(
+        ['minLng', 'minLat', 'maxLng', 'maxLat'] as const,
+        { minLng: longitude, minLat: latitude, maxLng: longitude, maxLat: latitude },
+        '-97.8,30.2,-97.7,30.3',
+      ).optional(),
     ).describe('`minLng,minLat,maxLng,maxLat`; a box with minLng > maxLng crosses the antimeridian'),
     facets: commaList(z.enum(listingFacets)).describe('Count matches by `status`, `propertyType`, `city`'),
   })
@@ -202,9 +253,12 @@ export const listingSearchQuery = z
     if (query.minPrice !== undefined && query.maxPrice !== undefined && query.minPrice > query.maxPrice) {
       ctx.addIssue({ code: 'custom', path: ['minPrice'], message: 'must not be above maxPrice' });
     }
-    if (query.radiusKm !== undefined && !query.near) ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'needs near=lat,lng' });
-    if (query.near && query.radiusKm === undefined) ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'is required with near' });
-    if (query.bbox && query.bbox.minLat > query.bbox.maxLat) ctx.addIssue({ code: 'custom', path: ['bbox'], message: 'minLat must not be above maxLat' });
+    if (query.radiusKm !== undefined && !query.near)
+      ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'needs near=lat,lng' });
+    if (query.near && query.radiusKm === undefined)
+      ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'is required with near' });
+    if (query.bbox && query.bbox.minLat > query.bbox.maxLat)
+      ctx.addIssue({ code: 'custom', path: ['bbox'], message: 'minLat must not be above maxLat' });
   });
 export type ListingSearchQuery = z.infer<typeof listingSearchQuery>;
 
@@ -213,7 +267,11 @@ export const facetCount = z.object({ value: z.string(), count: z.number().int() 
 export const listingPage = page(listing)
   .extend({
     facets: z
-      .object({ status: z.array(facetCount).optional(), propertyType: z.array(facetCount).optional(), city: z.array(facetCount).optional() })
+      .object({
+        status: z.array(facetCount).optional(),
+        propertyType: z.array(facetCount).optional(),
+        city: z.array(facetCount).optional(),
+      })
       .optional()
       .describe('With `?facets=`: counts over every match, most frequent first, at most 50 values each'),
   })

@@ -52,7 +52,9 @@ export type MediaPatch = z.infer<typeof mediaPatch>;
 
 export const mediaOrder = z
   .strictObject({
-    mediaIds: z.array(z.string().min(1).max(64)).describe('Every media id of the listing (tours included), each exactly once, in the new order'),
+    mediaIds: z
+      .array(z.string().min(1).max(64))
+      .describe('Every media id of the listing (tours included), each exactly once, in the new order'),
   })
   .meta({ id: 'MediaOrder' });
 export type MediaOrder = z.infer<typeof mediaOrder>;
@@ -68,7 +70,7 @@ export const media = z
     listingId: z.string(),
     kind: mediaKind,
     caption: z.string().nullable(),
-    order: z.number().int().describe('Position among the listing\'s media, from 0'),
+    order: z.number().int().describe("Position among the listing's media, from 0"),
     isPrimary: z.boolean().describe('Exactly one image of a listing is primary; tours never are'),
     status: mediaStatus.describe('Images are `processing` until their renditions exist; tours are `ready` at once'),
     failureReason: z.string().nullable(),
@@ -79,7 +81,9 @@ export const media = z
     url: z.string().nullable().describe('The tour link (virtual tours only)'),
     urls: photoUrls
       .nullable()
-      .describe('Images only: public URLs (no key needed) of the full-size image, the large (≤1600 px) and thumbnail (≤320 px) renditions; JPEG, or WebP with `?format=webp`'),
+      .describe(
+        'Images only: public URLs (no key needed) of the full-size image, the large (≤1600 px) and thumbnail (≤320 px) renditions; JPEG, or WebP with `?format=webp`',
+      ),
     version: z.number().int(),
     createdAt: z.string(),
     updatedAt: z.string(),

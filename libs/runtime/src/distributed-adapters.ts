@@ -13,7 +13,11 @@ export interface DistributedAdapters {
 }
 
 /** The distributed profile's store (MongoDB, a database per service) and bus (NATS JetStream). */
-export async function connectDistributedAdapters(config: ProcessConfig, service: string, log: Logger): Promise<DistributedAdapters> {
+export async function connectDistributedAdapters(
+  config: ProcessConfig,
+  service: string,
+  log: Logger,
+): Promise<DistributedAdapters> {
   const store = await MongoDocumentStore.connect(config.mongodb.url, { dbName: config.mongodb.database, log });
   const bus = await NatsBus.connect(config.nats.url, { log, name: service, namespace: config.nats.namespace });
   return {

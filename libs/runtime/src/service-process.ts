@@ -75,7 +75,9 @@ export interface ServiceProcess<C extends ProcessConfig, R extends ServiceRuntim
  * signed-identity check on `/v1`, health and metrics, graceful shutdown on SIGTERM. A failed
  * start prints why and exits 1.
  */
-export async function runServiceProcess<C extends ProcessConfig, R extends ServiceRuntime>(spec: ServiceProcess<C, R>): Promise<void> {
+export async function runServiceProcess<C extends ProcessConfig, R extends ServiceRuntime>(
+  spec: ServiceProcess<C, R>,
+): Promise<void> {
   try {
     const config = spec.loadConfig(process.env);
     const log = createLogger({ service: spec.service, level: config.logLevel });

@@ -25,11 +25,16 @@ const SCAN_BATCH = 1000;
 /** Network failures, overload and server errors pass; anything else is a request we got wrong. */
 function isTransient(err: unknown): boolean {
   if (err instanceof errors.ResponseError) return err.statusCode === 429 || (err.statusCode ?? 0) >= 500;
-  return err instanceof errors.ConnectionError || err instanceof errors.TimeoutError || err instanceof errors.NoLivingConnectionsError;
+  return (
+    err instanceof errors.ConnectionError ||
+    err instanceof errors.TimeoutError ||
+    err instanceof errors.NoLivingConnectionsError
+  );
 }
 
 const isAlreadyExists = (err: unknown): boolean =>
-  err instanceof errors.ResponseError && (err.body as { error?: { type?: string } } | undefined)?.error?.type === 'resource_already_exists_exception';
+  err instanceof errors.ResponseError &&
+  (err.body as { error?: { type?: string } } | undefined)?.error?.type === 'resource_already_exists_exception';
 
 /**
  * The distributed profile's index on Elasticsearch 8. Writes use external versioning (the
@@ -39,11 +44,16 @@ const isAlreadyExists = (err: unknown): boolean =>
  */
 export class ElasticsearchListingIndex implements ListingIndex {
   readonly kind = 'elasticsearch' as const;
+  /** The `standard` analyzer: stemming filters live in a module the smallest Elasticsearch builds lack. */
+  readonly textMatching = 'exact' as const;
 
   constructor(private readonly options: ElasticsearchListingIndexOptions) {}
 
   static connect(url: string, options: Omit<ElasticsearchListingIndexOptions, 'client'>): ElasticsearchListingIndex {
-    return new ElasticsearchListingIndex({ ...options, client: new Client({ node: url, requestTimeout: 10_000, maxRetries: 2 }) });
+    return new ElasticsearchListingIndex({
+      ...options,
+      client: new Client({ node: url, requestTimeout: 10_000, maxRetries: 2 }),
+    });
   }
 
   private get client(): Client {
@@ -66,7 +76,12 @@ export class ElasticsearchListingIndex implements ListingIndex {
       }
       try {
         // A fixed first name: replicas starting together race to one index, not to several.
-        await this.client.indices.create({ index: `${this.alias}-000001`, aliases: { [this.alias]: {} }, settings: listingIndexSettings, mappings: listingMappings });
+        await this.client.indices.create({
+          index: `${this.alias}-000001`,
+          aliases: { [this.alias]: {} },
+          settings: listingIndexSettings,
+          mappings: listingMappings,
+        });
         this.options.log.info({ alias: this.alias }, 'search index created');
         return { created: true };
       } catch (err) {
@@ -78,19 +93,27 @@ export class ElasticsearchListingIndex implements ListingIndex {
 
   async upsert(listings: readonly IndexedListing[]): Promise<void> {
     if (listings.length === 0) return;
-    await this.bulk(this.alias, listings.flatMap((item) => this.indexOperation(item)));
+    await this.bulk(
+      this.alias,
+      listings.flatMap((item) => this.indexOperation(item)),
+    );
   }
 
   async remove(removals: readonly ListingRemoval[]): Promise<void> {
     if (removals.length === 0) return;
     await this.bulk(
       this.alias,
-      removals.flatMap(({ id, version }) => [{ index: { _id: id, version, version_type: 'external' as const } }, { listingId: id, deleted: true }]),
+      removals.flatMap(({ id, version }) => [
+        { index: { _id: id, version, version_type: 'external' as const } },
+        { listingId: id, deleted: true },
+      ]),
     );
   }
 
   async search(search: ListingSearch): Promise<ListingSearchResult> {
-    const response = await this.call('search', () => this.client.search<{ listing: Listing }>({ index: this.alias, ...searchRequest(search) }));
+    const response = await this.call('search', () =>
+      this.client.search<{ listing: Listing }>({ index: this.alias, ...searchRequest(search) }),
+    );
     return searchResult(search, response);
   }
 
@@ -105,12 +128,17 @@ export class ElasticsearchListingIndex implements ListingIndex {
    */
   async replaceAll(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
     const target = `${this.alias}-${Date.now()}`;
-    await this.call('create the new index', () => this.client.indices.create({ index: target, settings: listingIndexSettings, mappings: listingMappings }));
+    await this.call('create the new index', () =>
+      this.client.indices.create({ index: target, settings: listingIndexSettings, mappings: listingMappings }),
+    );
     let indexed = 0;
     try {
       for await (const batch of read()) {
         if (batch.length === 0) continue;
-        await this.bulk(target, batch.flatMap((item) => this.indexOperation(item)));
+        await this.bulk(
+          target,
+          batch.flatMap((item) => this.indexOperation(item)),
+        );
         indexed += batch.length;
       }
       await this.call('refresh the new index', () => this.client.indices.refresh({ index: target }));
@@ -123,7 +151,12 @@ export class ElasticsearchListingIndex implements ListingIndex {
       return Object.keys(await this.client.indices.getAlias({ name: this.alias }));
     });
     await this.call('move the alias', () =>
-      this.client.indices.updateAliases({ actions: [...current.map((index) => ({ remove: { index, alias: this.alias } })), { add: { index: target, alias: this.alias } }] }),
+      this.client.indices.updateAliases({
+        actions: [
+          ...current.map((index) => ({ remove: { index, alias: this.alias } })),
+          { add: { index: target, alias: this.alias } },
+        ],
+      }),
     );
     for (const old of current) await this.call('drop the old index', () => this.client.indices.delete({ index: old }));
     this.options.log.info({ alias: this.alias, index: target, indexed }, 'search index replaced');
@@ -164,12 +197,17 @@ export class ElasticsearchListingIndex implements ListingIndex {
 
   private indexOperation(item: IndexedListing): unknown[] {
     const { version, ...fields } = projectListing(item);
-    return [{ index: { _id: item.listing.id, version, version_type: 'external' } }, { ...fields, listing: item.listing }];
+    return [
+      { index: { _id: item.listing.id, version, version_type: 'external' } },
+      { ...fields, listing: item.listing },
+    ];
   }
 
   /** A bulk write; items refused because a newer version is indexed are what versioning is for, not errors. */
   private async bulk(index: string, operations: unknown[]): Promise<void> {
-    const response = await this.call('bulk write', () => this.client.bulk({ index, operations: operations as estypes.BulkRequest['operations'] }));
+    const response = await this.call('bulk write', () =>
+      this.client.bulk({ index, operations: operations as estypes.BulkRequest['operations'] }),
+    );
     if (!response.errors) return;
     const failed = response.items.map((item) => Object.values(item)[0]).filter((r) => r?.error && r.status !== 409);
     if (failed.length === 0) return;
@@ -183,7 +221,8 @@ export class ElasticsearchListingIndex implements ListingIndex {
     try {
       return await fn();
     } catch (err) {
-      if (isTransient(err)) throw new SearchIndexUnavailable(`Elasticsearch did not ${what}: ${(err as Error).message}`, { cause: err });
+      if (isTransient(err))
+        throw new SearchIndexUnavailable(`Elasticsearch did not ${what}: ${(err as Error).message}`, { cause: err });
       throw err;
     }
   }

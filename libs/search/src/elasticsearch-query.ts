@@ -1,7 +1,15 @@
 import type { estypes } from '@elastic/elasticsearch';
 import type { Listing, ListingFacet } from '@estate/contracts/listings';
-import { FACET_SIZE, type FacetCount, type ListingFilters, type ListingSearch, type ListingSearchResult, type SearchAfter } from './listing-index';
-import { filterKey } from './listing-projection';
+import {
+  FACET_SIZE,
+  type FacetCount,
+  type ListingFilters,
+  type ListingHit,
+  type ListingSearch,
+  type ListingSearchResult,
+  type SearchAfter,
+} from './listing-index';
+import { distanceKm, filterKey } from './listing-projection';
 
 /**
  * Translation of a listing search to an Elasticsearch request and of the answer back: pure
@@ -63,7 +71,14 @@ export function filterClauses(accountId: string, f: ListingFilters): estypes.Que
   if (f.source !== undefined) out.push({ term: { source: f.source } });
   if (f.externalId !== undefined) out.push({ term: { externalId: f.externalId } });
   if (f.minPrice !== undefined || f.maxPrice !== undefined) {
-    out.push({ range: { listPrice: { ...(f.minPrice !== undefined ? { gte: f.minPrice } : {}), ...(f.maxPrice !== undefined ? { lte: f.maxPrice } : {}) } } });
+    out.push({
+      range: {
+        listPrice: {
+          ...(f.minPrice !== undefined ? { gte: f.minPrice } : {}),
+          ...(f.maxPrice !== undefined ? { lte: f.maxPrice } : {}),
+        },
+      },
+    });
   }
   if (f.minBedrooms !== undefined) out.push({ range: { bedrooms: { gte: f.minBedrooms } } });
   if (f.minBathrooms !== undefined) out.push({ range: { bathrooms: { gte: f.minBathrooms } } });
@@ -71,11 +86,20 @@ export function filterClauses(accountId: string, f: ListingFilters): estypes.Que
   if (f.updatedSince !== undefined) out.push({ range: { updatedAt: { gte: f.updatedSince, format: 'epoch_millis' } } });
   if (f.near) {
     // In metres: the contract keeps the radius at 1 m or more, so the number never prints with an exponent.
-    out.push({ geo_distance: { distance: `${f.near.radiusKm * 1000}m`, location: { lat: f.near.lat, lon: f.near.lng } } });
+    out.push({
+      geo_distance: { distance: `${f.near.radiusKm * 1000}m`, location: { lat: f.near.lat, lon: f.near.lng } },
+    });
   }
   if (f.bbox) {
     // Elasticsearch reads a box whose left edge is east of its right edge as crossing the antimeridian.
-    out.push({ geo_bounding_box: { location: { top_left: { lat: f.bbox.maxLat, lon: f.bbox.minLng }, bottom_right: { lat: f.bbox.minLat, lon: f.bbox.maxLng } } } });
+    out.push({
+      geo_bounding_box: {
+        location: {
+          top_left: { lat: f.bbox.maxLat, lon: f.bbox.minLng },
+          bottom_right: { lat: f.bbox.minLat, lon: f.bbox.maxLng },
+        },
+      },
+    });
   }
   return out;
 }
@@ -96,6 +120,22 @@ export function searchRequest(search: ListingSearch): estypes.SearchRequest {
   if (order.by === 'relevance') {
     sort = [{ _score: { order: 'desc' } }, { listingId: { order: 'asc' } }];
     if (after) searchAfter = [after.value ?? 0, after.id];
+  } else if (order.by === 'distance') {
+    const near = search.filters.near;
+    if (!near) throw new Error('sorting by distance needs near');
+    // Every match of `near` has a location: no missing value to place.
+    sort = [
+      {
+        _geo_distance: {
+          location: { lat: near.lat, lon: near.lng },
+          order: order.direction,
+          unit: 'km',
+          distance_type: 'arc',
+        },
+      },
+      { listingId: { order: order.direction } },
+    ];
+    if (after) searchAfter = [after.value ?? 0, after.id];
   } else {
     const missing = order.direction === 'asc' ? MISSING_LAST : -MISSING_LAST;
     sort = [{ [order.by]: { order: order.direction, missing } }, { listingId: { order: order.direction } }];
@@ -105,10 +145,17 @@ export function searchRequest(search: ListingSearch): estypes.SearchRequest {
   return {
     size: search.limit + 1,
     track_total_hits: true,
-    query: { bool: { filter, ...(q !== undefined ? { must: [{ match: { searchText: { query: q, operator: 'and' } } }] } : {}) } },
+    query: {
+      bool: {
+        filter,
+        ...(q !== undefined ? { must: [{ match: { searchText: { query: q, operator: 'and' } } }] } : {}),
+      },
+    },
     sort,
     ...(searchAfter ? { search_after: searchAfter } : {}),
-    ...(search.facets.length > 0 ? { aggs: Object.fromEntries(search.facets.map((name) => [name, { terms: { field: name, size: FACET_SIZE } }])) } : {}),
+    ...(search.facets.length > 0
+      ? { aggs: Object.fromEntries(search.facets.map((name) => [name, { terms: { field: name, size: FACET_SIZE } }])) }
+      : {}),
     _source: ['listing'],
   };
 }
@@ -121,7 +168,10 @@ function afterOf(sortValues: estypes.SortResults | undefined): SearchAfter {
 
 type Buckets = { buckets: Array<{ key: string | number; doc_count: number }> };
 
-export function searchResult(search: ListingSearch, response: estypes.SearchResponse<{ listing: Listing }>): ListingSearchResult {
+export function searchResult(
+  search: ListingSearch,
+  response: estypes.SearchResponse<{ listing: Listing }>,
+): ListingSearchResult {
   const hits = response.hits.hits;
   const page = hits.slice(0, search.limit);
   const total = response.hits.total;
@@ -130,8 +180,17 @@ export function searchResult(search: ListingSearch, response: estypes.SearchResp
     const agg = response.aggregations?.[name] as Buckets | undefined;
     facets[name] = (agg?.buckets ?? []).map((b) => ({ value: String(b.key), count: b.doc_count }));
   }
+  const near = search.filters.near;
+  // Computed here rather than taken from the sort values, so that every order reports it, the same way every adapter does.
+  const hitOf = (listing: Listing): ListingHit => {
+    if (!near) return listing;
+    const { latitude: lat, longitude: lon } = listing.location;
+    return lat !== undefined && lon !== undefined
+      ? { ...listing, distanceKm: distanceKm(near, { lat, lon }) }
+      : listing;
+  };
   return {
-    items: page.map((h) => h._source!.listing),
+    items: page.map((h) => hitOf(h._source!.listing)),
     total: typeof total === 'number' ? total : (total?.value ?? 0),
     next: hits.length > search.limit && page.length > 0 ? afterOf(page[page.length - 1].sort) : null,
     facets,

@@ -2,8 +2,9 @@ import type { Listing, ListingFacet, ListingSortField, ListingStatus, PropertyTy
 
 /**
  * The search-index port: a projection of the listings store, kept in step from listing events,
- * queried by `GET /v1/listings`. Two adapters (Elasticsearch, in-process) pass one contract suite
- * (`libs/search/test/listing-index.contract.ts`) and answer the same data with the same results.
+ * queried by `GET /v1/listings`. The adapters (Elasticsearch, SQLite, in-process) pass one contract
+ * suite (`libs/search/test/listing-index.contract.ts`) and answer the same data with the same results,
+ * except for how words match (see {@link ListingIndex.textMatching}).
  */
 
 /** A listing and the account that owns it, as the index receives it. */
@@ -44,12 +45,15 @@ export interface ListingFilters {
   q?: string;
 }
 
-/** `relevance` (best first) only with `q`; field sorts put listings without the value last either way. */
-export type ListingSort = { by: 'relevance' } | { by: ListingSortField; direction: 'asc' | 'desc' };
+/**
+ * `relevance` (best first) only with `q`; `distance` (from `near`'s point) only with `near`; field sorts put
+ * listings without the value last either way.
+ */
+export type ListingSort = { by: 'relevance' } | { by: ListingSortField | 'distance'; direction: 'asc' | 'desc' };
 
 /**
- * Where a page ends: the last item's sort value (its score for relevance; null when the listing has
- * no value for the sort field) and its id, the tiebreaker of every order.
+ * Where a page ends: the last item's sort value (its score for relevance, kilometres for distance; null
+ * when the listing has no value for the sort field) and its id, the tiebreaker of every order.
  */
 export interface SearchAfter {
   value: number | null;
@@ -70,8 +74,11 @@ export interface FacetCount {
   count: number;
 }
 
+/** A listing found, with its distance from `near`'s point when the search has one. */
+export type ListingHit = Listing & { distanceKm?: number };
+
 export interface ListingSearchResult {
-  items: Listing[];
+  items: ListingHit[];
   /** Every match of the filters, whatever the page. */
   total: number;
   /** Null on the last page. */
@@ -85,7 +92,13 @@ export interface ListingSearchResult {
 export const FACET_SIZE = 50;
 
 export interface ListingIndex {
-  readonly kind: 'elasticsearch' | 'memory';
+  readonly kind: 'elasticsearch' | 'sqlite' | 'memory';
+  /**
+   * How `q` matches words. `exact`: whole words as written (case ignored). `stemmed`: words reduced to their
+   * stem (`pools` finds `pool` and the other way round), and the last word of `q` also matches as a prefix
+   * (`gard` finds `garden`), for search as one types.
+   */
+  readonly textMatching: 'exact' | 'stemmed';
   /** Which index this is (the Elasticsearch alias): every index fed from the events needs its own consumer of them. */
   readonly name: string;
   /**

@@ -39,6 +39,22 @@ export const filterKey = (value: string): string => value.trim().toLowerCase();
 
 const millis = (iso: string): number => Date.parse(iso);
 
+/** Elasticsearch's mean Earth radius for arc distances (metres). */
+export const EARTH_RADIUS_M = 6_371_008.7714;
+
+/** Great-circle distance by the haversine formula, as Elasticsearch's `arc` distance computes it. */
+export function arcDistanceMetres(lat1: number, lon1: number, lat2: number, lon2: number): number {
+  const rad = Math.PI / 180;
+  const dLat = (lat2 - lat1) * rad;
+  const dLon = (lon2 - lon1) * rad;
+  const h = Math.sin(dLat / 2) ** 2 + Math.cos(lat1 * rad) * Math.cos(lat2 * rad) * Math.sin(dLon / 2) ** 2;
+  return 2 * EARTH_RADIUS_M * Math.asin(Math.min(1, Math.sqrt(h)));
+}
+
+/** What every adapter reports as a hit's `distanceKm`: the same number whichever engine found it. */
+export const distanceKm = (near: { lat: number; lng: number }, at: { lat: number; lon: number }): number =>
+  arcDistanceMetres(near.lat, near.lng, at.lat, at.lon) / 1000;
+
 export function projectListing({ accountId, listing }: IndexedListing): ListingFields {
   const { address } = listing.location;
   const details = listing.propertyDetails;
@@ -55,7 +71,15 @@ export function projectListing({ accountId, listing }: IndexedListing): ListingF
     listPrice: listing.pricing.listPrice,
     updatedAt: millis(listing.updatedAt),
     createdAt: millis(listing.createdAt),
-    searchText: [details.description, address.street, address.unit, address.city, address.stateOrProvince, address.postalCode, ...(details.features ?? [])]
+    searchText: [
+      details.description,
+      address.street,
+      address.unit,
+      address.city,
+      address.stateOrProvince,
+      address.postalCode,
+      ...(details.features ?? []),
+    ]
       .filter((part): part is string => typeof part === 'string' && part.length > 0)
       .join('\n'),
   };
@@ -63,7 +87,8 @@ export function projectListing({ accountId, listing }: IndexedListing): ListingF
   if (listing.externalId !== undefined) fields.externalId = listing.externalId;
   if (details.bedrooms !== undefined) fields.bedrooms = details.bedrooms;
   if (details.bathrooms !== undefined) fields.bathrooms = details.bathrooms;
-  if (details.livingArea !== undefined) fields.livingAreaSqft = details.livingAreaUnits === 'sqm' ? details.livingArea * SQFT_PER_SQM : details.livingArea;
+  if (details.livingArea !== undefined)
+    fields.livingAreaSqft = details.livingAreaUnits === 'sqm' ? details.livingArea * SQFT_PER_SQM : details.livingArea;
   if (listing.location.latitude !== undefined && listing.location.longitude !== undefined) {
     fields.location = { lat: listing.location.latitude, lon: listing.location.longitude };
   }

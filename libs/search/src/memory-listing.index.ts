@@ -5,6 +5,7 @@ import {
   type FacetCount,
   type IndexedListing,
   type ListingFilters,
+  type ListingHit,
   type ListingIndex,
   type ListingRemoval,
   type ListingSearch,
@@ -12,7 +13,14 @@ import {
   type ListingSort,
   type SearchAfter,
 } from './listing-index';
-import { filterKey, projectListing, tokenize, type ListingFields } from './listing-projection';
+import {
+  arcDistanceMetres,
+  distanceKm,
+  filterKey,
+  projectListing,
+  tokenize,
+  type ListingFields,
+} from './listing-projection';
 
 /**
  * The embedded profile's index, in process memory (see docs/decisions/0010): filters, sorts and
@@ -38,19 +46,9 @@ interface Hit {
 // Lucene's BM25 defaults, which Elasticsearch uses.
 const K1 = 1.2;
 const B = 0.75;
-/** Elasticsearch's mean Earth radius for arc distances (metres). */
-const EARTH_RADIUS_M = 6_371_008.7714;
 const SCAN_BATCH = 1000;
 
 const byId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-function arcDistanceMetres(lat1: number, lon1: number, lat2: number, lon2: number): number {
-  const rad = Math.PI / 180;
-  const dLat = (lat2 - lat1) * rad;
-  const dLon = (lon2 - lon1) * rad;
-  const h = Math.sin(dLat / 2) ** 2 + Math.cos(lat1 * rad) * Math.cos(lat2 * rad) * Math.sin(dLon / 2) ** 2;
-  return 2 * EARTH_RADIUS_M * Math.asin(Math.min(1, Math.sqrt(h)));
-}
 
 /** The filters (all but `q`) as one predicate over indexed fields. */
 export function listingMatcher(accountId: string, f: ListingFilters): (x: ListingFields) => boolean {
@@ -81,12 +79,15 @@ export function listingMatcher(accountId: string, f: ListingFilters): (x: Listin
   if (f.maxPrice !== undefined) checks.push((x) => x.listPrice <= f.maxPrice!);
   if (f.minBedrooms !== undefined) checks.push((x) => x.bedrooms !== undefined && x.bedrooms >= f.minBedrooms!);
   if (f.minBathrooms !== undefined) checks.push((x) => x.bathrooms !== undefined && x.bathrooms >= f.minBathrooms!);
-  if (f.minLivingArea !== undefined) checks.push((x) => x.livingAreaSqft !== undefined && x.livingAreaSqft >= f.minLivingArea!);
+  if (f.minLivingArea !== undefined)
+    checks.push((x) => x.livingAreaSqft !== undefined && x.livingAreaSqft >= f.minLivingArea!);
   if (f.updatedSince !== undefined) checks.push((x) => x.updatedAt >= f.updatedSince!);
   if (f.near) {
     const { lat, lng, radiusKm } = f.near;
     const metres = radiusKm * 1000;
-    checks.push((x) => x.location !== undefined && arcDistanceMetres(lat, lng, x.location.lat, x.location.lon) <= metres);
+    checks.push(
+      (x) => x.location !== undefined && arcDistanceMetres(lat, lng, x.location.lat, x.location.lon) <= metres,
+    );
   }
   if (f.bbox) {
     const { minLng, minLat, maxLng, maxLat } = f.bbox;
@@ -208,6 +209,7 @@ function entryOf(item: IndexedListing): Entry {
 export class MemoryListingIndex implements ListingIndex {
   readonly kind = 'memory' as const;
   readonly name = 'memory';
+  readonly textMatching = 'exact' as const;
   private corpus = new Corpus();
   /** Versions of removed listings, so that an older upsert arriving after the removal is refused. */
   private readonly removed = new Map<string, number>();
@@ -243,9 +245,18 @@ export class MemoryListingIndex implements ListingIndex {
     const corpus = this.corpus;
     const matches = listingMatcher(search.accountId, search.filters);
     const order = hitOrder(search.sort);
-    const sortField = search.sort.by === 'relevance' ? undefined : search.sort.by;
+    const by = search.sort.by;
+    const near = search.filters.near;
+    if (by === 'distance' && !near) throw new Error('sorting by distance needs near');
+    const sortField = by === 'relevance' || by === 'distance' ? undefined : by;
+    const distanceOf = (fields: ListingFields): number | undefined =>
+      near && fields.location ? distanceKm(near, fields.location) : undefined;
     const after = search.after;
-    const counts = search.facets.map((name) => ({ name, field: name as ListingFacet, counts: new Map<string, number>() }));
+    const counts = search.facets.map((name) => ({
+      name,
+      field: name as ListingFacet,
+      counts: new Map<string, number>(),
+    }));
     const keep = search.limit + 1;
     const page: Hit[] = [];
     let total = 0;
@@ -258,7 +269,8 @@ export class MemoryListingIndex implements ListingIndex {
         const value = fields[facet.field];
         facet.counts.set(value, (facet.counts.get(value) ?? 0) + 1);
       }
-      const hit: Hit = { entry, id: fields.listingId, value: sortField ? (fields[sortField] ?? null) : score };
+      const value = sortField ? (fields[sortField] ?? null) : by === 'distance' ? distanceOf(fields)! : score;
+      const hit: Hit = { entry, id: fields.listingId, value };
       if (after && order(hit, after) <= 0) return;
       if (page.length === keep && order(hit, page[keep - 1]) >= 0) return;
       // Binary insertion keeps only the best `limit + 1`: no sort of every match.
@@ -283,7 +295,10 @@ export class MemoryListingIndex implements ListingIndex {
     const last = items[items.length - 1];
     const next: SearchAfter | null = page.length > search.limit && last ? { value: last.value, id: last.id } : null;
     return {
-      items: items.map((h) => h.entry.listing),
+      items: items.map((h): ListingHit => {
+        const km = distanceOf(h.entry.fields);
+        return km === undefined ? h.entry.listing : { ...h.entry.listing, distanceKm: km };
+      }),
       total,
       next,
       facets: Object.fromEntries(counts.map((f) => [f.name, facetList(f.counts)])),
@@ -304,7 +319,9 @@ export class MemoryListingIndex implements ListingIndex {
   }
 
   async *scanIds(): AsyncIterable<Array<{ id: string; version: number }>> {
-    const all = [...this.corpus.entries.values()].map((e) => ({ id: e.fields.listingId, version: e.fields.version })).sort((a, b) => byId(a.id, b.id));
+    const all = [...this.corpus.entries.values()]
+      .map((e) => ({ id: e.fields.listingId, version: e.fields.version }))
+      .sort((a, b) => byId(a.id, b.id));
     for (let i = 0; i < all.length; i += SCAN_BATCH) yield all.slice(i, i + SCAN_BATCH);
   }
 

@@ -2,8 +2,13 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export class DataDirBusyError extends Error {
-  constructor(readonly dir: string, readonly pid: number) {
-    super(`The data folder ${dir} is in use by process ${pid}; stop it first (the embedded store allows one process at a time)`);
+  constructor(
+    readonly dir: string,
+    readonly pid: number,
+  ) {
+    super(
+      `The data folder ${dir} is in use by process ${pid}; stop it first (the embedded store allows one process at a time)`,
+    );
     this.name = 'DataDirBusyError';
   }
 }
@@ -31,7 +36,8 @@ export function lockDataDir(dir: string): () => void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number(readFileSync(file, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) throw new DataDirBusyError(dir, holder);
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && alive(holder))
+        throw new DataDirBusyError(dir, holder);
       rmSync(file, { force: true });
     }
   }

@@ -1,6 +1,6 @@
 /**
- * The document-store port. One query shape (a MongoDB-style subset) serves both adapters:
- * NeDB in the embedded profile, MongoDB through mongoose in the distributed one.
+ * The document-store port. One query shape (a MongoDB-style subset) serves every adapter:
+ * SQLite or NeDB in the embedded profile, MongoDB through mongoose in the distributed one.
  *
  * Supported filter operators: equality (also on dotted paths and array members), `$in`, `$nin`,
  * `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$exists`, `$or`, `$and`. Update operators: `$set`,
@@ -53,7 +53,7 @@ export interface DocumentCollection<T extends StoredDoc> {
 }
 
 export interface DocumentStore {
-  readonly kind: 'nedb' | 'mongo';
+  readonly kind: 'nedb' | 'mongo' | 'sqlite';
   /** Opens (and creates on first use) a collection with its indexes. */
   collection<T extends StoredDoc>(name: string, indexes?: IndexSpec[]): Promise<DocumentCollection<T>>;
   /** Resolves when the store answers; rejects otherwise (readiness). */
@@ -62,7 +62,10 @@ export interface DocumentStore {
 }
 
 export class DuplicateKeyError extends Error {
-  constructor(readonly collection: string, cause?: unknown) {
+  constructor(
+    readonly collection: string,
+    cause?: unknown,
+  ) {
     super(`duplicate key in ${collection}`, { cause });
     this.name = 'DuplicateKeyError';
   }

@@ -22,7 +22,10 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 class NedbCollection<T extends StoredDoc> implements DocumentCollection<T> {
-  constructor(private readonly name: string, private readonly db: Engine) {}
+  constructor(
+    private readonly name: string,
+    private readonly db: Engine,
+  ) {}
 
   async insertOne(doc: T): Promise<T> {
     const { id, ...rest } = doc;
@@ -99,11 +102,17 @@ export class NedbDocumentStore implements DocumentStore {
   }
 
   private async open(name: string, indexes: IndexSpec[]): Promise<Engine> {
-    const db: Engine = this.dir ? new Datastore({ filename: join(this.dir, `${name}.db`) }) : new Datastore({ inMemoryOnly: true });
+    const db: Engine = this.dir
+      ? new Datastore({ filename: join(this.dir, `${name}.db`) })
+      : new Datastore({ inMemoryOnly: true });
     await db.loadDatabaseAsync();
     for (const index of indexes) {
       const fields = Object.keys(index.fields).map((f) => (f === 'id' ? '_id' : f));
-      await db.ensureIndexAsync({ fieldName: fields.length === 1 ? fields[0] : fields, unique: index.unique, sparse: index.sparse });
+      await db.ensureIndexAsync({
+        fieldName: fields.length === 1 ? fields[0] : fields,
+        unique: index.unique,
+        sparse: index.sparse,
+      });
     }
     if (this.dir) db.setAutocompactionInterval(COMPACT_EVERY_MS);
     return db;

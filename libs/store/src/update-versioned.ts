@@ -36,7 +36,8 @@ export async function updateVersioned<T, R = T>(update: VersionedUpdate<T, R>): 
     }
     const saved = await update.write(current);
     if (saved !== null) return saved;
-    if (update.ifMatch !== undefined) throw new AppError('version_mismatch', `The ${update.what} changed while this update was applied`);
+    if (update.ifMatch !== undefined)
+      throw new AppError('version_mismatch', `The ${update.what} changed while this update was applied`);
     await sleep(Math.random() * Math.min(2 ** attempt, 50));
   }
   throw new AppError('conflict', `The ${update.what} is changing too often to apply this change; retry`);

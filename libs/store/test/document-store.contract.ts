@@ -26,10 +26,11 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
   describe(`document store contract: ${name}`, () => {
     let h: StoreHarness;
     let store: DocumentStore;
-    const col = () => store.collection<Thing>(`things_${suffix}`, [
-      { fields: { externalKey: 1 }, unique: true, sparse: true },
-      { fields: { accountId: 1, price: 1 } },
-    ]);
+    const col = () =>
+      store.collection<Thing>(`things_${suffix}`, [
+        { fields: { externalKey: 1 }, unique: true, sparse: true },
+        { fields: { accountId: 1, price: 1 } },
+      ]);
     let suffix = '';
 
     beforeEach(async () => {
@@ -44,7 +45,13 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       await h.cleanup?.();
     });
 
-    const thing = (over: Partial<Thing> = {}): Thing => ({ id: randomUUID(), accountId: 'a1', name: 'x', version: 1, ...over });
+    const thing = (over: Partial<Thing> = {}): Thing => ({
+      id: randomUUID(),
+      accountId: 'a1',
+      name: 'x',
+      version: 1,
+      ...over,
+    });
 
     it('inserts and finds by id and by field, without leaking engine ids', async () => {
       const c = await col();
@@ -73,7 +80,9 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       const c = await col();
       await c.insertOne(thing({ externalKey: 'k1' }));
       const b = await c.insertOne(thing({ externalKey: 'k2' }));
-      await expect(c.updateOne({ id: b.id }, { $set: { externalKey: 'k1' } })).rejects.toBeInstanceOf(DuplicateKeyError);
+      await expect(c.updateOne({ id: b.id }, { $set: { externalKey: 'k1' } })).rejects.toBeInstanceOf(
+        DuplicateKeyError,
+      );
       expect((await c.findOne({ id: b.id }))!.externalKey).toBe('k2');
       await c.updateOne({ id: b.id }, { $unset: { externalKey: true } });
       await c.insertOne(thing({ externalKey: 'k2' }));
@@ -101,11 +110,20 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
 
     it('sorts on several fields, skips and limits (keyset pagination shape)', async () => {
       const c = await col();
-      for (const [id, price] of [['b', 2], ['a', 2], ['c', 1], ['d', 3]] as const) await c.insertOne(thing({ id, price }));
+      for (const [id, price] of [
+        ['b', 2],
+        ['a', 2],
+        ['c', 1],
+        ['d', 3],
+      ] as const)
+        await c.insertOne(thing({ id, price }));
       const page = await c.find({}, { sort: { price: -1, id: 1 }, limit: 3 });
       expect(page.map((t) => t.id)).toEqual(['d', 'a', 'b']);
       expect((await c.find({}, { sort: { price: -1, id: 1 }, skip: 3 })).map((t) => t.id)).toEqual(['c']);
-      const after = await c.find({ $or: [{ price: { $lt: 2 } }, { price: 2, id: { $gt: 'a' } }] }, { sort: { price: -1, id: 1 } });
+      const after = await c.find(
+        { $or: [{ price: { $lt: 2 } }, { price: 2, id: { $gt: 'a' } }] },
+        { sort: { price: -1, id: 1 } },
+      );
       expect(after.map((t) => t.id)).toEqual(['b', 'c']);
     });
 
@@ -114,9 +132,21 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       const t = await c.insertOne(thing({ price: 5, tags: ['a'], nested: { city: 'X', zip: '1' } }));
       const after = await c.updateOne(
         { id: t.id, version: 1 },
-        { $set: { name: 'y', 'nested.city': 'Y' }, $inc: { version: 1 }, $push: { outbox: { eventId: 'e1' } }, $unset: { price: true, 'nested.zip': true } },
+        {
+          $set: { name: 'y', 'nested.city': 'Y' },
+          $inc: { version: 1 },
+          $push: { outbox: { eventId: 'e1' } },
+          $unset: { price: true, 'nested.zip': true },
+        },
       );
-      expect(after).toEqual({ ...t, name: 'y', nested: { city: 'Y' }, version: 2, outbox: [{ eventId: 'e1' }], price: undefined });
+      expect(after).toEqual({
+        ...t,
+        name: 'y',
+        nested: { city: 'Y' },
+        version: 2,
+        outbox: [{ eventId: 'e1' }],
+        price: undefined,
+      });
       expect(after).not.toHaveProperty('price');
       await c.updateOne({ id: t.id }, { $push: { outbox: { eventId: 'e2' } } });
       await c.updateOne({ id: t.id }, { $push: { outbox: { eventId: 'e3' } } });
@@ -144,7 +174,9 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       const c = await col();
       const t = await c.insertOne(thing());
       const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => c.updateOne({ id: t.id, version: 1 }, { $set: { name: `w${i}` }, $inc: { version: 1 } })),
+        Array.from({ length: 10 }, (_, i) =>
+          c.updateOne({ id: t.id, version: 1 }, { $set: { name: `w${i}` }, $inc: { version: 1 } }),
+        ),
       );
       expect(results.filter((r) => r !== null)).toHaveLength(1);
     });

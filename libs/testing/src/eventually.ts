@@ -5,7 +5,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * returns without throwing (assert inside it) and resolves to its result; after `timeoutMs`
  * rethrows the last failure.
  */
-export async function eventually<T>(check: () => T | Promise<T>, options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<T> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  options: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   for (;;) {
     try {

@@ -3,16 +3,17 @@ import { buildDist } from './build';
 import { engineUrl, type EngineVar } from './engines';
 
 /**
- * System tests run the bundled processes: build them once here, before the workers start, so
- * parallel test files never rebuild `dist/` under each other's feet.
+ * Process tests (the CLI's, the system tier) run the bundles in dist/: build them once here, before the
+ * workers start, so parallel test files never rebuild `dist/` under each other's feet. Jest runs this for
+ * the int and system projects only (jest.config.js): unit runs build nothing.
  */
 function buildProcessesOnce(): void {
   try {
     buildDist();
     process.env.ESTATE_DIST_BUILT = '1';
   } catch {
-    // Left to the system tests, which build again and fail with the bundler's message.
-    process.stderr.write('[setup] building dist/ failed; system tests will retry the build\n');
+    // Left to the process tests, which build again and fail with the bundler's message.
+    process.stderr.write('[setup] building dist/ failed; process tests will retry the build\n');
   }
 }
 
@@ -40,12 +41,21 @@ export default async function globalSetup(): Promise<void> {
         .withExposedPorts(27017)
         .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
         .start();
-      await c.exec(['mongosh', '--quiet', '--eval', "rs.initiate({_id:'rs0',members:[{_id:0,host:'localhost:27017'}]})"]);
+      await c.exec([
+        'mongosh',
+        '--quiet',
+        '--eval',
+        "rs.initiate({_id:'rs0',members:[{_id:0,host:'localhost:27017'}]})",
+      ]);
       started.push(c);
       process.env.MONGODB_URL = `mongodb://${c.getHost()}:${c.getMappedPort(27017)}/estate?directConnection=true`;
     } else {
       const c = await new GenericContainer('docker.elastic.co/elasticsearch/elasticsearch:8.19.2')
-        .withEnvironment({ 'discovery.type': 'single-node', 'xpack.security.enabled': 'false', ES_JAVA_OPTS: '-Xms512m -Xmx512m' })
+        .withEnvironment({
+          'discovery.type': 'single-node',
+          'xpack.security.enabled': 'false',
+          ES_JAVA_OPTS: '-Xms512m -Xmx512m',
+        })
         .withExposedPorts(9200)
         .withWaitStrategy(Wait.forHttp('/_cluster/health', 9200))
         .start();

@@ -3,7 +3,11 @@ import { signIdentity } from '@estate/platform/auth';
 
 export const TEST_SIGNING_SECRET = 'test-signing-secret-0123456789abcdef-0123456789';
 
-export function identityFor(accountId: string, role: Identity['role'] = 'admin', agentId: string | null = null): Identity {
+export function identityFor(
+  accountId: string,
+  role: Identity['role'] = 'admin',
+  agentId: string | null = null,
+): Identity {
   return { accountId, keyId: `key_${accountId}_${role}`, role, agentId };
 }
 

@@ -9,7 +9,10 @@ export interface SseEvent {
  * Reads a `text/event-stream` response to its end, calling `onEvent` as each event arrives (so a
  * test can act in the middle of a stream). Comment lines (`: ...`) are collected apart.
  */
-export async function readSse(res: Response, onEvent?: (event: SseEvent) => void): Promise<{ events: SseEvent[]; comments: string[] }> {
+export async function readSse(
+  res: Response,
+  onEvent?: (event: SseEvent) => void,
+): Promise<{ events: SseEvent[]; comments: string[] }> {
   if (!res.body) throw new Error('response has no body');
   const events: SseEvent[] = [];
   const comments: string[] = [];

@@ -1,12 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { proxyToUpstreams } from './clients/upstreams.client';
 import type { GatewayRuntime } from './compose';
-import { authenticateApiKeys } from './edge/authenticate';
-import { installIdempotency } from './edge/idempotency';
-import { installProxy } from './edge/proxy';
-import { installRateLimit } from './edge/rate-limit';
-import { jobEventsRoutes } from './jobs/job-events.routes';
 import { accessRoutes } from './routes/access.routes';
+import { installEdge } from './routes/edge.routes';
+import { jobEventsRoutes } from './routes/job-events.routes';
 
 const JSON_BODY_LIMIT = 5 * 1024 * 1024;
 const UPLOAD_BODY_LIMIT = 600 * 1024 * 1024;
@@ -18,14 +16,25 @@ const UPLOAD_BODY_LIMIT = 600 * 1024 * 1024;
  * gateway's own routes: API keys, accounts, job event streams.
  */
 async function gateway(app: FastifyInstance, { runtime }: { runtime: GatewayRuntime }): Promise<void> {
-  await installRateLimit(app, runtime.rateLimitPerMinute);
-  authenticateApiKeys(app, runtime.access);
-  installIdempotency(app, runtime.idempotency, runtime.clock);
+  await installEdge(app, {
+    access: runtime.access,
+    idempotency: runtime.idempotency,
+    rateLimitPerMinute: runtime.rateLimitPerMinute,
+  });
   await app.register(accessRoutes, { access: runtime.access });
   // Served here rather than proxied: the gateway relays the workers' NATS progress notifications.
-  await app.register(jobEventsRoutes, { bus: runtime.bus, jobs: runtime.jobs });
+  await app.register(jobEventsRoutes, {
+    bus: runtime.bus,
+    jobs: runtime.jobs,
+    heartbeatMs: runtime.jobEventsHeartbeatMs,
+  });
   if (runtime.upstreams) {
-    await installProxy(app, { upstreams: runtime.upstreams.routes, signingSecret: runtime.upstreams.signingSecret, jsonBodyLimit: JSON_BODY_LIMIT, uploadBodyLimit: UPLOAD_BODY_LIMIT });
+    await proxyToUpstreams(app, {
+      upstreams: runtime.upstreams.routes,
+      signingSecret: runtime.upstreams.signingSecret,
+      jsonBodyLimit: JSON_BODY_LIMIT,
+      uploadBodyLimit: UPLOAD_BODY_LIMIT,
+    });
   }
 }
 

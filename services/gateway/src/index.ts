@@ -1,4 +1,5 @@
 export { gatewayApp } from './app';
 export { composeAccess, composeGateway, type GatewayRuntime, type GatewayDeps } from './compose';
-export { AccessService, firstStartBanner, type BootstrapResult } from './access.service';
-export { type JobsReader } from './jobs/jobs.reader';
+export { AccessService } from './access.service';
+export { firstStartBanner, type BootstrapResult } from './bootstrap.service';
+export { type JobsReader } from './clients/listings.client';

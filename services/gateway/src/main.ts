@@ -1,8 +1,8 @@
 import { runServiceProcess } from '@estate/runtime';
 import { gatewayApp } from './app';
+import { ListingsClient } from './clients/listings.client';
 import { composeGateway } from './compose';
 import { loadConfig } from './config';
-import { HttpJobsReader } from './jobs/jobs.reader';
 
 void runServiceProcess({
   service: 'gateway',
@@ -13,7 +13,7 @@ void runServiceProcess({
       store,
       bus,
       log,
-      jobs: new HttpJobsReader({ listingsUrl: config.upstreams.listings, signingSecret: config.signingSecret }),
+      jobs: new ListingsClient({ listingsUrl: config.upstreams.listings, signingSecret: config.signingSecret }),
       rateLimitPerMinute: config.rateLimitPerMinute,
       keys: config.keys,
       upstreams: { urls: config.upstreams, signingSecret: config.signingSecret },

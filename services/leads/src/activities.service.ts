@@ -1,15 +1,21 @@
 import type { Identity } from '@estate/contracts/accounts';
 import type { EventPayload } from '@estate/contracts/events';
-import { ACTIVITY_DATA_MAX_BYTES, type Activity, type ActivityCreate, type ActivityQuery } from '@estate/contracts/leads';
+import {
+  ACTIVITY_DATA_MAX_BYTES,
+  type Activity,
+  type ActivityCreate,
+  type ActivityQuery,
+} from '@estate/contracts/leads';
 import { Unprocessable } from '@estate/bus';
-import { assertRole } from '@estate/platform/auth';
+import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound } from '@estate/platform/errors';
 import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
 import { keyset, pageOf } from '@estate/store';
 import type { Filter } from '@estate/store';
 import type { Logger } from 'pino';
-import { ACTIVITY_WRITERS, LEAD_READERS, assertVisible, changeContext, type RequestContext } from './lead.access';
-import { activityIdForEvent, type LeadWriter, type NewActivity } from './lead-writer';
+import { ACTIVITY_WRITERS, LEAD_READERS, assertVisible, originOf } from './lead-access.rules';
+import { activityIdForEvent, type ChangeOrigin, type NewActivity } from './lead.rules';
+import type { LeadWriter } from './lead-writer.service';
 import type { ActivityRepository } from './repositories/activity.repository';
 import type { LeadRepository } from './repositories/lead.repository';
 
@@ -29,9 +35,16 @@ const FUTURE_SKEW_MS = 5 * 60 * 1000;
 export function activityProblem(data: Record<string, unknown> | undefined): AppError | null {
   if (data === undefined) return null;
   const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
-  if (bytes > ACTIVITY_DATA_MAX_BYTES) return new AppError('payload_too_large', `The activity data is ${bytes} bytes as JSON; at most ${ACTIVITY_DATA_MAX_BYTES} are kept`);
+  if (bytes > ACTIVITY_DATA_MAX_BYTES)
+    return new AppError(
+      'payload_too_large',
+      `The activity data is ${bytes} bytes as JSON; at most ${ACTIVITY_DATA_MAX_BYTES} are kept`,
+    );
   const bad = badKey(data, 'data');
-  if (bad) return new AppError('validation_failed', 'The activity data has a key the store cannot keep', { errors: [{ path: bad, message: 'keys may not contain "." or start with "$"' }] });
+  if (bad)
+    return new AppError('validation_failed', 'The activity data has a key the store cannot keep', {
+      errors: [{ path: bad, message: 'keys may not contain "." or start with "$"' }],
+    });
   return null;
 }
 
@@ -55,7 +68,11 @@ export class ActivitiesService {
   constructor(private readonly deps: ActivitiesDeps) {}
 
   /** The timeline, newest `occurredAt` first. */
-  async list(who: Identity, leadId: string, query: ActivityQuery): Promise<{ items: Activity[]; nextCursor: string | null; total: number }> {
+  async list(
+    who: Identity,
+    leadId: string,
+    query: ActivityQuery,
+  ): Promise<{ items: Activity[]; nextCursor: string | null; total: number }> {
     assertRole(who, LEAD_READERS, 'read lead activities');
     const stored = await this.deps.leads.get(who.accountId, leadId);
     if (!stored) throw notFound('lead_not_found', 'Lead', leadId);
@@ -76,7 +93,7 @@ export class ActivitiesService {
     if (problem) throw problem;
     const activity = this.newActivity(input);
     const who = ctx.who;
-    const { activities } = await this.deps.writer.change(changeContext(ctx), leadId, (cur) => {
+    const { activities } = await this.deps.writer.change(originOf(ctx), leadId, (cur) => {
       assertVisible(who, cur);
       return { activities: [activity] };
     });
@@ -88,23 +105,38 @@ export class ActivitiesService {
    * delivered. The activity id is derived from the event id; the lead remembers the ids it
    * applied and the timeline holds them, so a redelivery finds its activity in one or the other.
    */
-  async recordFromBus(payload: EventPayload<'leads.activity.record'>, requestId?: string): Promise<'recorded' | 'duplicate'> {
+  async recordFromBus(
+    payload: EventPayload<'leads.activity.record'>,
+    requestId?: string,
+  ): Promise<'recorded' | 'duplicate'> {
     const id = activityIdForEvent(payload.accountId, payload.eventId);
     if (await this.deps.activities.exists(payload.accountId, id)) return 'duplicate';
     const problem = activityProblem(payload.activity.data);
     if (problem) throw new Unprocessable(`activity ${payload.eventId}: ${problem.detail}`);
     let activity: NewActivity;
     try {
-      activity = { ...this.newActivity({ ...payload.activity, occurredAt: payload.activity.occurredAt ?? payload.occurredAt }), id };
+      activity = {
+        ...this.newActivity({ ...payload.activity, occurredAt: payload.activity.occurredAt ?? payload.occurredAt }),
+        id,
+      };
     } catch (err) {
       throw new Unprocessable(`activity ${payload.eventId}: ${(err as Error).message}`);
     }
-    const wc = { accountId: payload.accountId, actor: { type: 'service' as const, id: payload.source, agentId: null }, requestId };
+    const origin: ChangeOrigin = {
+      accountId: payload.accountId,
+      actor: { type: 'service', id: payload.source, agentId: null },
+      requestId,
+    };
     try {
-      const { written } = await this.deps.writer.change(wc, payload.leadId, (cur) => (cur.appliedActivityIds.includes(id) ? null : { activities: [activity] }));
+      const { written } = await this.deps.writer.change(origin, payload.leadId, (cur) =>
+        cur.appliedActivityIds.includes(id) ? null : { activities: [activity] },
+      );
       return written ? 'recorded' : 'duplicate';
     } catch (err) {
-      if (err instanceof AppError && err.code === 'lead_not_found') throw new Unprocessable(`activity ${payload.eventId}: lead ${payload.leadId} does not exist in account ${payload.accountId}`);
+      if (err instanceof AppError && err.code === 'lead_not_found')
+        throw new Unprocessable(
+          `activity ${payload.eventId}: lead ${payload.leadId} does not exist in account ${payload.accountId}`,
+        );
       throw err;
     }
   }
@@ -120,7 +152,9 @@ export class ActivitiesService {
     const now = this.deps.clock().getTime();
     const occurredAt = input.occurredAt ? new Date(input.occurredAt) : undefined;
     if (occurredAt && occurredAt.getTime() > now + FUTURE_SKEW_MS) {
-      throw new AppError('validation_failed', 'The activity is dated in the future', { errors: [{ path: 'occurredAt', message: 'must not be in the future' }] });
+      throw new AppError('validation_failed', 'The activity is dated in the future', {
+        errors: [{ path: 'occurredAt', message: 'must not be in the future' }],
+      });
     }
     return {
       type: input.type,

@@ -1,20 +1,25 @@
-import { randomBytes } from 'node:crypto';
 import type { Identity } from '@estate/contracts/accounts';
-import { agentInput, type Agent, type AgentCreate, type AgentListQuery, type AgentPatch } from '@estate/contracts/leads';
+import {
+  agentInput,
+  type Agent,
+  type AgentCreate,
+  type AgentListQuery,
+  type AgentPatch,
+} from '@estate/contracts/leads';
 import { assertRole } from '@estate/platform/auth';
 import { AppError, notFound, validationError } from '@estate/platform/errors';
+import { newId } from '@estate/platform/ids';
 import { applyMergePatch } from '@estate/platform/merge-patch';
 import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
-import { keyset, pageOf } from '@estate/store';
+import { keyset, pageOf, updateVersioned } from '@estate/store';
 import type { Filter } from '@estate/store';
 import type { Logger } from 'pino';
-import { e164Or422 } from './contact';
-import { TEAM_ADMINS } from './lead.access';
-import type { LeadWriter } from './lead-writer';
+import { e164Or422 } from './contact.rules';
+import { TEAM_ADMINS } from './lead-access.rules';
+import type { LeadWriter } from './lead-writer.service';
 import type { AgentRepository } from './repositories/agent.repository';
 import type { LeadRepository } from './repositories/lead.repository';
 import type { RoutingRepository } from './repositories/routing.repository';
-import { updateVersioned } from './versioned';
 
 export interface AgentsDeps {
   agents: AgentRepository;
@@ -29,21 +34,33 @@ const ORDER: SortOrder = { field: 'createdAt', direction: 1 };
 /** A slot this old whose lead does not hold it was left by a crash between two writes. */
 export const SLOT_GRACE_MS = 10 * 60 * 1000;
 
-export const newAgentId = () => `agt_${randomBytes(12).toString('base64url')}`;
-
 export class AgentsService {
   constructor(private readonly deps: AgentsDeps) {}
 
   async create(who: Identity, input: AgentCreate): Promise<Agent> {
     assertRole(who, TEAM_ADMINS, 'manage agents');
     const now = this.deps.clock().toISOString();
-    const agent: Agent = { id: newAgentId(), ...input, phone: e164Or422(input.phone) ?? null, openLeads: 0, version: 1, createdAt: now, updatedAt: now };
+    const agent: Agent = {
+      id: newId('agt'),
+      ...input,
+      phone: e164Or422(input.phone) ?? null,
+      openLeads: 0,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
     return this.deps.agents.insert(who.accountId, agent);
   }
 
-  async list(who: Identity, query: AgentListQuery): Promise<{ items: Agent[]; nextCursor: string | null; total: number }> {
+  async list(
+    who: Identity,
+    query: AgentListQuery,
+  ): Promise<{ items: Agent[]; nextCursor: string | null; total: number }> {
     assertRole(who, TEAM_ADMINS, 'read agents');
-    const filter: Filter = { accountId: who.accountId, ...(query.active !== undefined ? { active: query.active } : {}) };
+    const filter: Filter = {
+      accountId: who.accountId,
+      ...(query.active !== undefined ? { active: query.active } : {}),
+    };
     const { sort, after } = keyset(ORDER, decodeCursor(query.cursor));
     const [fetched, total] = await Promise.all([
       this.deps.agents.find(after ? { $and: [filter, after] } : filter, { sort, limit: query.limit + 1 }),
@@ -60,29 +77,39 @@ export class AgentsService {
   }
 
   async update(who: Identity, id: string, patch: AgentPatch, ifMatch?: number): Promise<Agent> {
-    return updateVersioned('agent', ifMatch, () => this.get(who, id), async (current) => {
-      const { id: _id, openLeads, version, createdAt, updatedAt, phone, ...writable } = current;
-      const parsed = agentInput.safeParse(applyMergePatch({ ...writable, ...(phone ? { phone } : {}) }, patch));
-      if (!parsed.success) throw validationError(parsed.error, [], 'The agent would not be valid after this change');
-      const next: Agent = {
-        ...current,
-        ...parsed.data,
-        phone: parsed.data.phone === phone ? phone : (e164Or422(parsed.data.phone) ?? null),
-        version: version + 1,
-        updatedAt: this.deps.clock().toISOString(),
-      };
-      return this.deps.agents.replace(who.accountId, next, version);
+    return updateVersioned({
+      what: 'agent',
+      ifMatch,
+      read: () => this.get(who, id),
+      write: async (current) => {
+        const { id: _id, openLeads, version, createdAt, updatedAt, phone, ...writable } = current;
+        const parsed = agentInput.safeParse(applyMergePatch({ ...writable, ...(phone ? { phone } : {}) }, patch));
+        if (!parsed.success) throw validationError(parsed.error, [], 'The agent would not be valid after this change');
+        const next: Agent = {
+          ...current,
+          ...parsed.data,
+          phone: parsed.data.phone === phone ? phone : (e164Or422(parsed.data.phone) ?? null),
+          version: version + 1,
+          updatedAt: this.deps.clock().toISOString(),
+        };
+        return this.deps.agents.replace(who.accountId, next, version);
+      },
     });
   }
 
   /** Deletes an agent holding no open lead (and takes it out of the rules and the team default). */
   async remove(who: Identity, id: string, ifMatch?: number): Promise<{ id: string; deleted: true }> {
     const current = await this.get(who, id);
-    if (ifMatch !== undefined && ifMatch !== current.version) throw new AppError('version_mismatch', `The agent is at version ${current.version}, not ${ifMatch}`);
+    if (ifMatch !== undefined && ifMatch !== current.version)
+      throw new AppError('version_mismatch', `The agent is at version ${current.version}, not ${ifMatch}`);
     if (!(await this.deps.agents.deleteIdle(who.accountId, id))) {
       const now = await this.deps.agents.get(who.accountId, id);
       if (!now) throw notFound('agent_not_found', 'Agent', id);
-      throw new AppError('conflict', `Agent ${id} holds ${now.openLeads} open leads: reassign or close them first, or set the agent inactive`, { fields: { openLeads: now.openLeads } });
+      throw new AppError(
+        'conflict',
+        `Agent ${id} holds ${now.openLeads} open leads: reassign or close them first, or set the agent inactive`,
+        { fields: { openLeads: now.openLeads } },
+      );
     }
     await this.deps.routing.forgetAgent(who.accountId, id, this.deps.clock().toISOString());
     return { id, deleted: true };

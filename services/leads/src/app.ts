@@ -11,6 +11,6 @@ export async function leadsApp(app: FastifyInstance, { runtime }: { runtime: Lea
   await app.register(leadRoutes, { leads: runtime.leads, routing: runtime.routing });
   await app.register(activityRoutes, { activities: runtime.activities });
   await app.register(agentRoutes, { agents: runtime.agents });
-  await app.register(routingRoutes, { routing: runtime.routing });
+  await app.register(routingRoutes, { routing: runtime.routing, rules: runtime.routingRules });
   await app.register(scoringRoutes, { scoring: runtime.scoring });
 }

@@ -1,12 +1,12 @@
-import { OutboxRelay, type Bus, type Subscription } from '@estate/bus';
+import { OutboxRelay, type Bus } from '@estate/bus';
 import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { ActivitiesService } from './activities.service';
 import { AgentsService, SLOT_GRACE_MS } from './agents.service';
-import { subscribeActivityCommands } from './events/activity-record.subscriber';
-import { subscribeListingProjection } from './events/listing-projection.subscriber';
-import { subscribeTimeline } from './events/timeline.subscriber';
-import { LeadWriter } from './lead-writer';
+import { ActivityRecordSubscriber } from './events/activity-record.subscriber';
+import { ListingProjectionSubscriber } from './events/listing-projection.subscriber';
+import { TimelineSubscriber } from './events/timeline.subscriber';
+import { LeadWriter } from './lead-writer.service';
 import { LeadsService } from './leads.service';
 import { ActivityRepository } from './repositories/activity.repository';
 import { AgentRepository } from './repositories/agent.repository';
@@ -14,6 +14,7 @@ import { LEADS_COLLECTION, LeadRepository } from './repositories/lead.repository
 import { ListingSummaryRepository } from './repositories/listing-summary.repository';
 import { RoutingRepository } from './repositories/routing.repository';
 import { ScoringConfigRepository } from './repositories/scoring-config.repository';
+import { RoutingRulesService } from './routing-rules.service';
 import { RoutingService } from './routing.service';
 import { ScoringService } from './scoring.service';
 
@@ -22,6 +23,7 @@ export interface LeadsRuntime {
   activities: ActivitiesService;
   agents: AgentsService;
   routing: RoutingService;
+  routingRules: RoutingRulesService;
   scoring: ScoringService;
   relay: OutboxRelay;
   start(): Promise<void>;
@@ -33,7 +35,12 @@ export interface LeadsRuntime {
  * made here, before any runtime of the process starts, so that nothing published at start-up
  * (a listing's pending outbox, say) goes by before the leads service listens.
  */
-export async function composeLeads(deps: { store: DocumentStore; bus: Bus; log: Logger; clock?: () => Date }): Promise<LeadsRuntime> {
+export async function composeLeads(deps: {
+  store: DocumentStore;
+  bus: Bus;
+  log: Logger;
+  clock?: () => Date;
+}): Promise<LeadsRuntime> {
   const log = deps.log.child({ service: 'leads' });
   const clock = deps.clock ?? (() => new Date());
   const [leadRepo, activityRepo, agentRepo, summaries, routingRepo, configs] = await Promise.all([
@@ -47,27 +54,57 @@ export async function composeLeads(deps: { store: DocumentStore; bus: Bus; log: 
   const relay = new OutboxRelay({ bus: deps.bus, log });
   relay.watch(LEADS_COLLECTION, leadRepo.collection);
 
-  const writer = new LeadWriter({ leads: leadRepo, activities: activityRepo, agents: agentRepo, listings: summaries, configs, outbox: relay, clock, log });
-  const routing = new RoutingService({ writer, leads: leadRepo, agents: agentRepo, routing: routingRepo, listings: summaries, clock, log });
-  const leads = new LeadsService({ writer, leads: leadRepo, agents: agentRepo, listings: summaries, routing, clock, log });
+  const writer = new LeadWriter({
+    leads: leadRepo,
+    activities: activityRepo,
+    agents: agentRepo,
+    listings: summaries,
+    configs,
+    outbox: relay,
+    clock,
+    log,
+  });
+  const routing = new RoutingService({
+    writer,
+    leads: leadRepo,
+    agents: agentRepo,
+    routing: routingRepo,
+    listings: summaries,
+    clock,
+    log,
+  });
+  const routingRules = new RoutingRulesService({ agents: agentRepo, routing: routingRepo, clock, log });
+  const leads = new LeadsService({
+    writer,
+    leads: leadRepo,
+    agents: agentRepo,
+    listings: summaries,
+    routing,
+    clock,
+    log,
+  });
   const activities = new ActivitiesService({ writer, leads: leadRepo, activities: activityRepo, clock, log });
   const agents = new AgentsService({ agents: agentRepo, leads: leadRepo, routing: routingRepo, writer, clock, log });
   const scoring = new ScoringService({ configs, leads: leadRepo, writer, clock, log });
 
-  const subscriptions: Subscription[] = [
-    ...(await subscribeListingProjection({ bus: deps.bus, summaries, log })),
-    await subscribeActivityCommands({ bus: deps.bus, activities, log }),
-    await subscribeTimeline({ bus: deps.bus, activities }),
+  const subscribers = [
+    new ListingProjectionSubscriber({ bus: deps.bus, summaries, log }),
+    new ActivityRecordSubscriber({ bus: deps.bus, activities, log }),
+    new TimelineSubscriber({ bus: deps.bus, activities }),
   ];
+  // Started here, not in start(): see above.
+  for (const subscriber of subscribers) await subscriber.start();
 
   let audit: NodeJS.Timeout | undefined;
-  const auditSlots = () => agents.auditSlots().catch((err: unknown) => log.warn({ err }, 'capacity slot audit failed; will retry'));
+  const auditSlots = () =>
+    agents.auditSlots().catch((err: unknown) => log.warn({ err }, 'capacity slot audit failed; will retry'));
 
   return {
     leads,
     activities,
     agents,
     routing,
+    routingRules,
     scoring,
     relay,
     async start() {
@@ -79,7 +116,7 @@ export async function composeLeads(deps: { store: DocumentStore; bus: Bus; log: 
     },
     async stop() {
       if (audit) clearInterval(audit);
-      await Promise.all(subscriptions.map((s) => s.stop()));
+      await Promise.all(subscribers.map((s) => s.stop()));
       await scoring.stop();
       await relay.stop();
     },

@@ -1,17 +1,26 @@
 import type { Identity } from '@estate/contracts/accounts';
-import { leadStatuses, leadWritable, type Lead, type LeadCapture, type LeadCaptured, type LeadPatch, type LeadSearchQuery } from '@estate/contracts/leads';
-import { assertRole } from '@estate/platform/auth';
+import {
+  leadStatuses,
+  leadWritable,
+  type Lead,
+  type LeadCapture,
+  type LeadCaptured,
+  type LeadPatch,
+  type LeadSearchQuery,
+} from '@estate/contracts/leads';
+import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { applyMergePatch } from '@estate/platform/merge-patch';
 import { decodeCursor, parseSort, type SortOrder } from '@estate/platform/pagination';
 import { keyset, pageOf } from '@estate/store';
 import { DuplicateKeyError, type Filter } from '@estate/store';
 import type { Logger } from 'pino';
-import { e164Or422, searchTerms, slugify, toE164 } from './contact';
-import { assertVisible, changeContext, LEAD_CAPTURERS, LEAD_READERS, type RequestContext } from './lead.access';
-import { leadView } from './lead.views';
-import type { Change, LeadFields, LeadWriter, NewActivity } from './lead-writer';
-import { canTransition, isOpen, nextStatuses } from './pipeline';
+import { e164Or422, searchTerms, slugify, toE164 } from './contact.rules';
+import { assertVisible, LEAD_CAPTURERS, LEAD_READERS, originOf } from './lead-access.rules';
+import { leadView } from './lead-views.rules';
+import type { Change, ChangeOrigin, LeadFields, NewActivity } from './lead.rules';
+import type { LeadWriter } from './lead-writer.service';
+import { canTransition, isOpen, nextStatuses } from './pipeline.rules';
 import type { AgentRepository } from './repositories/agent.repository';
 import type { LeadRecord, LeadRepository } from './repositories/lead.repository';
 import type { ListingSummaryRepository } from './repositories/listing-summary.repository';
@@ -27,7 +36,11 @@ export interface LeadsDeps {
   log: Logger;
 }
 
-const SORT_FIELDS: Record<string, string> = { score: 'score', createdAt: 'createdAt', lastActivityAt: 'lastActivityAt' };
+const SORT_FIELDS: Record<string, string> = {
+  score: 'score',
+  createdAt: 'createdAt',
+  lastActivityAt: 'lastActivityAt',
+};
 const DEFAULT_ORDER: SortOrder = { field: 'createdAt', direction: -1 };
 /** Property interests a lead keeps; captures beyond it add nothing more. */
 const MAX_INTERESTS = 50;
@@ -35,7 +48,10 @@ const MAX_TAGS = 50;
 
 const uniqueTags = (tags: readonly string[]) => [...new Set(tags)].slice(0, MAX_TAGS);
 
-function mergeInterests(current: LeadRecord['propertyInterests'], added: LeadRecord['propertyInterests']): LeadRecord['propertyInterests'] {
+function mergeInterests(
+  current: LeadRecord['propertyInterests'],
+  added: LeadRecord['propertyInterests'],
+): LeadRecord['propertyInterests'] {
   const out = [...current];
   for (const i of added) if (!out.some((o) => o.listingId === i.listingId) && out.length < MAX_INTERESTS) out.push(i);
   return out;
@@ -48,10 +64,18 @@ function bound(raw: string | undefined, end: 'from' | 'to'): string | undefined 
   return new Date(raw).toISOString();
 }
 
-function range(filter: Filter, field: string, from: string | number | undefined, to: string | number | undefined, names: [string, string]): void {
+function range(
+  filter: Filter,
+  field: string,
+  from: string | number | undefined,
+  to: string | number | undefined,
+  names: [string, string],
+): void {
   if (from === undefined && to === undefined) return;
   if (from !== undefined && to !== undefined && from > to) {
-    throw new AppError('validation_failed', `${names[0]} is after ${names[1]}`, { errors: [{ path: names[0], message: `must not be above ${names[1]}` }] });
+    throw new AppError('validation_failed', `${names[0]} is after ${names[1]}`, {
+      errors: [{ path: names[0], message: `must not be above ${names[1]}` }],
+    });
   }
   filter[field] = { ...(from !== undefined ? { $gte: from } : {}), ...(to !== undefined ? { $lte: to } : {}) };
 }
@@ -78,7 +102,12 @@ export class LeadsService {
     const phone = e164Or422(input.phone);
     const email = input.email;
     const source = slugify(input.source ?? 'unknown');
-    const interests = mergeInterests([], (input.propertyInterests ?? []).map((i) => (i.note ? { listingId: i.listingId, note: i.note } : { listingId: i.listingId })));
+    const interests = mergeInterests(
+      [],
+      (input.propertyInterests ?? []).map((i) =>
+        i.note ? { listingId: i.listingId, note: i.note } : { listingId: i.listingId },
+      ),
+    );
     const tags = uniqueTags(input.tags ?? []);
     const inquiry = (duplicate: boolean): NewActivity => ({
       type: 'inquiry',
@@ -86,7 +115,7 @@ export class LeadsService {
       data: { source, duplicate, listingIds: interests.map((i) => i.listingId) },
       listingId: interests[0]?.listingId,
     });
-    const wc = changeContext(ctx);
+    const origin = originOf(ctx);
 
     let lead: LeadRecord | undefined;
     let duplicate = false;
@@ -94,7 +123,11 @@ export class LeadsService {
       const existing = await this.deps.leads.findByContact(ctx.who.accountId, { email, phone });
       if (!existing) {
         try {
-          lead = await this.deps.writer.create(wc, { name: input.name, email, phone, source, tags, propertyInterests: interests }, [inquiry(false)]);
+          lead = await this.deps.writer.create(
+            origin,
+            { name: input.name, email, phone, source, tags, propertyInterests: interests },
+            [inquiry(false)],
+          );
         } catch (err) {
           // The same person captured at the same moment by another request: theirs won, ours becomes the duplicate.
           if (!(err instanceof DuplicateKeyError)) throw err;
@@ -102,49 +135,72 @@ export class LeadsService {
         continue;
       }
       duplicate = true;
-      lead = await this.mergeCapture(wc, existing.lead.id, { email, phone, tags, interests }, inquiry(true));
+      lead = await this.mergeCapture(origin, existing.lead.id, { email, phone, tags, interests }, inquiry(true));
     }
     if (!lead) throw new AppError('conflict', 'The lead is being captured by another request at this moment; retry');
 
     let routing: LeadCaptured['routing'];
     if (input.autoRoute) ({ lead, routing } = await this.autoRoute(ctx, lead));
-    const view = leadView(lead, await this.deps.listings.resolve(lead.accountId, lead.propertyInterests.map((i) => i.listingId)));
+    const view = leadView(
+      lead,
+      await this.deps.listings.resolve(
+        lead.accountId,
+        lead.propertyInterests.map((i) => i.listingId),
+      ),
+    );
     return { lead: { ...view, duplicate, ...(routing ? { routing } : {}) }, duplicate };
   }
 
   /** New interests and tags join the existing lead, a missing email or phone is filled in; the name stays. */
   private async mergeCapture(
-    wc: ReturnType<typeof changeContext>,
+    origin: ChangeOrigin,
     leadId: string,
     add: { email?: string; phone?: string; tags: string[]; interests: LeadRecord['propertyInterests'] },
     inquiry: NewActivity,
   ): Promise<LeadRecord> {
-    const merge = (fillContact: boolean) => (cur: LeadRecord): Change => ({
-      fields: {
-        propertyInterests: mergeInterests(cur.propertyInterests, add.interests),
-        tags: uniqueTags([...cur.tags, ...add.tags]),
-        ...(fillContact && !cur.email && add.email ? { email: add.email } : {}),
-        ...(fillContact && !cur.phone && add.phone ? { phone: add.phone } : {}),
-      },
-      activities: [inquiry],
-    });
+    const merge =
+      (fillContact: boolean) =>
+      (cur: LeadRecord): Change => ({
+        fields: {
+          propertyInterests: mergeInterests(cur.propertyInterests, add.interests),
+          tags: uniqueTags([...cur.tags, ...add.tags]),
+          ...(fillContact && !cur.email && add.email ? { email: add.email } : {}),
+          ...(fillContact && !cur.phone && add.phone ? { phone: add.phone } : {}),
+        },
+        activities: [inquiry],
+      });
     try {
-      return (await this.deps.writer.change(wc, leadId, merge(true))).lead;
+      return (await this.deps.writer.change(origin, leadId, merge(true))).lead;
     } catch (err) {
       // The other channel belongs to another lead of the account: keep the leads apart.
       if (!(err instanceof DuplicateKeyError)) throw err;
-      return (await this.deps.writer.change(wc, leadId, merge(false))).lead;
+      return (await this.deps.writer.change(origin, leadId, merge(false))).lead;
     }
   }
 
-  private async autoRoute(ctx: RequestContext, lead: LeadRecord): Promise<{ lead: LeadRecord; routing: NonNullable<LeadCaptured['routing']> }> {
-    if (lead.agentId) return { lead, routing: { outcome: 'already_assigned', detail: `The lead is already assigned to ${lead.agentId}` } };
-    if (!isOpen(lead.status)) return { lead, routing: { outcome: 'not_open', detail: `The lead is ${lead.status}; only open leads are routed` } };
+  private async autoRoute(
+    ctx: RequestContext,
+    lead: LeadRecord,
+  ): Promise<{ lead: LeadRecord; routing: NonNullable<LeadCaptured['routing']> }> {
+    if (lead.agentId)
+      return {
+        lead,
+        routing: { outcome: 'already_assigned', detail: `The lead is already assigned to ${lead.agentId}` },
+      };
+    if (!isOpen(lead.status))
+      return {
+        lead,
+        routing: { outcome: 'not_open', detail: `The lead is ${lead.status}; only open leads are routed` },
+      };
     try {
-      const routed = await this.deps.routing.routeLead(changeContext(ctx), lead.id);
-      return { lead: routed, routing: { outcome: 'assigned', detail: routed.assignment?.reason ?? `Assigned to ${routed.agentId}` } };
+      const routed = await this.deps.routing.routeLead(originOf(ctx), lead.id);
+      return {
+        lead: routed,
+        routing: { outcome: 'assigned', detail: routed.assignment?.reason ?? `Assigned to ${routed.agentId}` },
+      };
     } catch (err) {
-      if (err instanceof AppError && err.code === 'no_agent_available') return { lead, routing: { outcome: 'no_agent_available', detail: err.detail } };
+      if (err instanceof AppError && err.code === 'no_agent_available')
+        return { lead, routing: { outcome: 'no_agent_available', detail: err.detail } };
       throw err;
     }
   }
@@ -158,15 +214,25 @@ export class LeadsService {
   }
 
   async view(lead: LeadRecord): Promise<Lead> {
-    return leadView(lead, await this.deps.listings.resolve(lead.accountId, lead.propertyInterests.map((i) => i.listingId)));
+    return leadView(
+      lead,
+      await this.deps.listings.resolve(
+        lead.accountId,
+        lead.propertyInterests.map((i) => i.listingId),
+      ),
+    );
   }
 
-  async search(who: Identity, query: LeadSearchQuery): Promise<{ items: Lead[]; nextCursor: string | null; total: number }> {
+  async search(
+    who: Identity,
+    query: LeadSearchQuery,
+  ): Promise<{ items: Lead[]; nextCursor: string | null; total: number }> {
     assertRole(who, LEAD_READERS, 'search leads');
     const filter: Filter = { accountId: who.accountId };
     if (who.role === 'agent') {
       // An agent's search never reaches past its own leads, whatever the filter asks.
-      if (query.agentId !== undefined && query.agentId !== who.agentId) return { items: [], nextCursor: null, total: 0 };
+      if (query.agentId !== undefined && query.agentId !== who.agentId)
+        return { items: [], nextCursor: null, total: 0 };
       filter.agentId = who.agentId;
     } else if (query.agentId === 'unassigned') {
       filter.agentId = { $exists: false };
@@ -176,11 +242,18 @@ export class LeadsService {
     if (query.status) filter.status = { $in: query.status };
     if (query.source) filter.source = { $in: query.source.map(slugify) };
     if (query.listingId) filter.interestListingIds = query.listingId;
-    range(filter, 'createdAt', bound(query.createdFrom, 'from'), bound(query.createdTo, 'to'), ['createdFrom', 'createdTo']);
-    range(filter, 'lastActivityAt', bound(query.activityFrom, 'from'), bound(query.activityTo, 'to'), ['activityFrom', 'activityTo']);
+    range(filter, 'createdAt', bound(query.createdFrom, 'from'), bound(query.createdTo, 'to'), [
+      'createdFrom',
+      'createdTo',
+    ]);
+    range(filter, 'lastActivityAt', bound(query.activityFrom, 'from'), bound(query.activityTo, 'to'), [
+      'activityFrom',
+      'activityTo',
+    ]);
     range(filter, 'score', query.minScore, query.maxScore, ['minScore', 'maxScore']);
     const terms = query.q ? searchTerms(query.q) : [];
-    const where: Filter = terms.length > 0 ? { $and: [filter, ...terms.map((forms) => ({ searchTokens: { $in: forms } }))] } : filter;
+    const where: Filter =
+      terms.length > 0 ? { $and: [filter, ...terms.map((forms) => ({ searchTokens: { $in: forms } }))] } : filter;
 
     const order = parseSort(query.sort, SORT_FIELDS, DEFAULT_ORDER);
     const { sort, after } = keyset(order, decodeCursor(query.cursor));
@@ -189,7 +262,10 @@ export class LeadsService {
       this.deps.leads.count(where),
     ]);
     const page = pageOf(fetched, query.limit, order);
-    const listings = await this.deps.listings.resolve(who.accountId, page.items.flatMap((l) => l.propertyInterests.map((i) => i.listingId)));
+    const listings = await this.deps.listings.resolve(
+      who.accountId,
+      page.items.flatMap((l) => l.propertyInterests.map((i) => i.listingId)),
+    );
     return { items: page.items.map((l) => leadView(l, listings)), nextCursor: page.nextCursor, total };
   }
 
@@ -198,7 +274,9 @@ export class LeadsService {
     assertRole(ctx.who, LEAD_READERS, 'change leads');
     const who = ctx.who;
     try {
-      const { lead } = await this.deps.writer.change(changeContext(ctx), id, (cur) => this.patchChange(who, cur, patch), { ifMatch });
+      const { lead } = await this.deps.writer.change(originOf(ctx), id, (cur) => this.patchChange(who, cur, patch), {
+        ifMatch,
+      });
       return await this.view(lead);
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
@@ -219,9 +297,13 @@ export class LeadsService {
     const next = parsed.data;
     if (next.status !== cur.status && !canTransition(cur.status, next.status)) {
       const allowed = nextStatuses(cur.status, leadStatuses);
-      throw new AppError('invalid_transition', `A lead cannot move from ${cur.status} to ${next.status}${allowed.length ? `; from ${cur.status} it may move to ${allowed.join(', ')}` : `; ${cur.status} is final`}`, {
-        fields: { from: cur.status, to: next.status, allowed },
-      });
+      throw new AppError(
+        'invalid_transition',
+        `A lead cannot move from ${cur.status} to ${next.status}${allowed.length ? `; from ${cur.status} it may move to ${allowed.join(', ')}` : `; ${cur.status} is final`}`,
+        {
+          fields: { from: cur.status, to: next.status, allowed },
+        },
+      );
     }
     const fields: Partial<LeadFields> = {
       name: next.name,
@@ -237,9 +319,16 @@ export class LeadsService {
     if ((next.agentId ?? null) !== (cur.agentId ?? null)) {
       if (who.role !== 'admin') throw new AppError('forbidden', 'Only an admin may assign a lead to another agent');
       if (next.agentId && !(await this.deps.agents.get(who.accountId, next.agentId))) {
-        throw new AppError('validation_failed', 'No such agent', { errors: [{ path: 'agentId', message: `agent ${next.agentId} does not exist in this account` }] });
+        throw new AppError('validation_failed', 'No such agent', {
+          errors: [{ path: 'agentId', message: `agent ${next.agentId} does not exist in this account` }],
+        });
       }
-      change.assignment = { ruleId: null, strategy: 'manual', reason: `assigned by key ${who.keyId}`, assignedAt: this.deps.clock().toISOString() };
+      change.assignment = {
+        ruleId: null,
+        strategy: 'manual',
+        reason: `assigned by key ${who.keyId}`,
+        assignedAt: this.deps.clock().toISOString(),
+      };
     }
     return change;
   }

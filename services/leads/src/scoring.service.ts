@@ -1,14 +1,15 @@
 import type { Identity } from '@estate/contracts/accounts';
 import type { ScoringConfig, ScoringConfigInput } from '@estate/contracts/leads';
 import { assertRole } from '@estate/platform/auth';
+import { updateVersioned } from '@estate/store';
 import type { Logger } from 'pino';
-import { slugify } from './contact';
-import { TEAM_ADMINS } from './lead.access';
-import type { ChangeContext, LeadWriter } from './lead-writer';
+import { slugify } from './contact.rules';
+import { TEAM_ADMINS } from './lead-access.rules';
+import type { ChangeOrigin } from './lead.rules';
+import type { LeadWriter } from './lead-writer.service';
 import type { LeadRepository } from './repositories/lead.repository';
 import type { ScoringConfigRepository, StoredScoringConfig } from './repositories/scoring-config.repository';
-import { defaultScoringConfig } from './scoring';
-import { updateVersioned } from './versioned';
+import { defaultScoringConfig } from './scoring.rules';
 
 export interface ScoringDeps {
   configs: ScoringConfigRepository;
@@ -23,7 +24,12 @@ export interface ScoringDeps {
 const RESCORE_BATCH = 100;
 
 function view(stored: StoredScoringConfig): ScoringConfig {
-  return { ...stored.settings, version: stored.version, updatedAt: stored.updatedAt, rescoring: stored.rescoredVersion < stored.version ? 'pending' : 'idle' };
+  return {
+    ...stored.settings,
+    version: stored.version,
+    updatedAt: stored.updatedAt,
+    rescoring: stored.rescoredVersion < stored.version ? 'pending' : 'idle',
+  };
 }
 
 /**
@@ -41,19 +47,24 @@ export class ScoringService {
 
   async get(who: Identity): Promise<ScoringConfig> {
     assertRole(who, TEAM_ADMINS, 'read the scoring configuration');
-    return view(await this.deps.configs.getOrCreate(who.accountId, defaultScoringConfig, this.deps.clock().toISOString()));
+    return view(
+      await this.deps.configs.getOrCreate(who.accountId, defaultScoringConfig, this.deps.clock().toISOString()),
+    );
   }
 
   async put(who: Identity, input: ScoringConfigInput, ifMatch?: number): Promise<ScoringConfig> {
     assertRole(who, TEAM_ADMINS, 'change the scoring configuration');
-    const settings = { ...input, sourceQuality: Object.fromEntries(Object.entries(input.sourceQuality).map(([source, q]) => [slugify(source), q])) };
+    const settings = {
+      ...input,
+      sourceQuality: Object.fromEntries(Object.entries(input.sourceQuality).map(([source, q]) => [slugify(source), q])),
+    };
     const now = () => this.deps.clock().toISOString();
-    const saved = await updateVersioned(
-      'configuration',
+    const saved = await updateVersioned({
+      what: 'configuration',
       ifMatch,
-      () => this.deps.configs.getOrCreate(who.accountId, defaultScoringConfig, now()),
-      (current) => this.deps.configs.replace(who.accountId, settings, current.version, now()),
-    );
+      read: () => this.deps.configs.getOrCreate(who.accountId, defaultScoringConfig, now()),
+      write: (current) => this.deps.configs.replace(who.accountId, settings, current.version, now()),
+    });
     this.kick(who.accountId);
     return view(saved);
   }
@@ -112,17 +123,20 @@ export class ScoringService {
   private async rescore(accountId: string): Promise<void> {
     const config = await this.deps.configs.get(accountId);
     if (!config || config.rescoredVersion >= config.version) return;
-    const wc: ChangeContext = { accountId, actor: { type: 'system', id: null, agentId: null } };
+    const origin: ChangeOrigin = { accountId, actor: { type: 'system', id: null, agentId: null } };
     let changed = 0;
     let failed = 0;
     let after: string | undefined;
     for (;;) {
-      const batch = await this.deps.leads.find({ accountId, ...(after ? { id: { $gt: after } } : {}) }, { sort: { id: 1 }, limit: RESCORE_BATCH });
+      const batch = await this.deps.leads.find(
+        { accountId, ...(after ? { id: { $gt: after } } : {}) },
+        { sort: { id: 1 }, limit: RESCORE_BATCH },
+      );
       for (const lead of batch) {
         if (this.stopped) return;
         try {
           // An empty change: the writer recomputes the score and writes only if it moved.
-          if ((await this.deps.writer.change(wc, lead.id, () => ({}))).written) changed++;
+          if ((await this.deps.writer.change(origin, lead.id, () => ({}))).written) changed++;
         } catch (err) {
           failed++;
           this.deps.log.warn({ err, accountId, leadId: lead.id }, 'could not rescore a lead; the next sweep retries');
@@ -132,6 +146,9 @@ export class ScoringService {
       after = batch[batch.length - 1].id;
     }
     if (failed === 0) await this.deps.configs.markRescored(accountId, config.version);
-    this.deps.log.info({ accountId, version: config.version, changed, failed }, 'leads rescored after a scoring configuration change');
+    this.deps.log.info(
+      { accountId, version: config.version, changed, failed },
+      'leads rescored after a scoring configuration change',
+    );
   }
 }

@@ -17,7 +17,13 @@ import { composeLeads, type LeadsRuntime } from '../src/compose';
 export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 /** Every subject the leads service publishes. */
-export const leadSubjects = ['leads.lead.created', 'leads.lead.updated', 'leads.lead.assigned', 'leads.lead.scored', 'leads.activity.recorded'] as const;
+export const leadSubjects = [
+  'leads.lead.created',
+  'leads.lead.updated',
+  'leads.lead.assigned',
+  'leads.lead.scored',
+  'leads.activity.recorded',
+] as const;
 
 export interface LeadsHarness {
   app: FastifyInstance;
@@ -26,16 +32,31 @@ export interface LeadsHarness {
   store: DocumentStore;
   /** Everything the leads service published, in order (after `runtime.relay.flush()`). */
   events: BusMessage<(typeof leadSubjects)[number]>[];
-  call(who: Identity | null, method: string, url: string, payload?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  call(
+    who: Identity | null,
+    method: string,
+    url: string,
+    payload?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 
 /** The leads service over HTTP with `app.inject()`, on the adapters given (embedded ones by default). */
-export async function startLeads(options: { store?: DocumentStore; bus?: Bus; clock?: () => Date; record?: boolean } = {}): Promise<LeadsHarness> {
+export async function startLeads(
+  options: { store?: DocumentStore; bus?: Bus; clock?: () => Date; record?: boolean } = {},
+): Promise<LeadsHarness> {
   const store = options.store ?? new NedbDocumentStore();
   const bus = options.bus ?? new MemoryBus(log, 5);
   const events: LeadsHarness['events'] = [];
-  const recorder = options.record === false ? null : await bus.subscribe(leadSubjects, { durable: `test-recorder-${randomBytes(4).toString('hex')}` }, async (m) => void events.push(m));
+  const recorder =
+    options.record === false
+      ? null
+      : await bus.subscribe(
+          leadSubjects,
+          { durable: `test-recorder-${randomBytes(4).toString('hex')}` },
+          async (m) => void events.push(m),
+        );
   const runtime = await composeLeads({ store, bus, log, clock: options.clock });
   const app = await createHttpApp({ service: 'leads', logger: log, openapi: { title: 'Leads service' } });
   requireSignedIdentity(app, TEST_SIGNING_SECRET);
@@ -49,7 +70,12 @@ export async function startLeads(options: { store?: DocumentStore; bus?: Bus; cl
     store,
     events,
     call: (who, method, url, payload, headers = {}) =>
-      app.inject({ method: method as InjectOptions['method'], url, ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}), headers: { ...(who ? asCaller(who, method, url) : {}), ...headers } }),
+      app.inject({
+        method: method as InjectOptions['method'],
+        url,
+        ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
+        headers: { ...(who ? asCaller(who, method, url) : {}), ...headers },
+      }),
     async close() {
       await app.close();
       await runtime.stop();
@@ -64,14 +90,32 @@ export const agentKey = (agentId: string) => identityFor('acc_alice', 'agent', a
 export const otherAccount = identityFor('acc_bob');
 
 /** A listing as the listings service publishes it. */
-export function listing(id: string, over: { status?: Listing['status']; listPrice?: number; postalCode?: string; city?: string; propertyType?: Listing['propertyDetails']['propertyType']; version?: number } = {}): Listing {
+export function listing(
+  id: string,
+  over: {
+    status?: Listing['status'];
+    listPrice?: number;
+    postalCode?: string;
+    city?: string;
+    propertyType?: Listing['propertyDetails']['propertyType'];
+    version?: number;
+  } = {},
+): Listing {
   const at = '2025-01-01T00:00:00.000Z';
   return {
     id,
     status: over.status ?? 'active',
     pricing: { listPrice: over.listPrice ?? 450000, currency: 'USD', pricePerArea: null },
     propertyDetails: { propertyType: over.propertyType ?? 'residential', livingAreaUnits: 'sqft' },
-    location: { address: { street: '1 Main St', city: over.city ?? 'Austin', stateOrProvince: 'TX', postalCode: over.postalCode ?? '78701', country: 'US' } },
+    location: {
+      address: {
+        street: '1 Main St',
+        city: over.city ?? 'Austin',
+        stateOrProvince: 'TX',
+        postalCode: over.postalCode ?? '78701',
+        country: 'US',
+      },
+    },
     media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
     listedAt: at,
     version: over.version ?? 1,
@@ -80,21 +124,20 @@ export function listing(id: string, over: { status?: Listing['status']; listPric
   };
 }
 
-export async function publishListing(bus: Bus, accountId: string, l: Listing, subject: 'listings.listing.created' | 'listings.listing.updated' = 'listings.listing.created'): Promise<void> {
-  await bus.publish(subject, { eventId: randomBytes(8).toString('hex'), accountId, listingId: l.id, version: l.version, occurredAt: new Date().toISOString(), listing: l });
-}
-
-/** Waits until `check` passes (for work that happens after a message is handed over). */
-export async function eventually<T>(check: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() - start > timeoutMs) throw err;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
+export async function publishListing(
+  bus: Bus,
+  accountId: string,
+  l: Listing,
+  subject: 'listings.listing.created' | 'listings.listing.updated' = 'listings.listing.created',
+): Promise<void> {
+  await bus.publish(subject, {
+    eventId: randomBytes(8).toString('hex'),
+    accountId,
+    listingId: l.id,
+    version: l.version,
+    occurredAt: new Date().toISOString(),
+    listing: l,
+  });
 }
 
 export type SubjectOf<T> = T extends BusMessage<infer S extends Subject> ? S : never;

@@ -1,21 +1,36 @@
 import { OutboxRelay, type Bus } from '@estate/bus';
-import { type ListingIndex } from '@estate/search';
+import type { ListingIndex } from '@estate/search';
 import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
-import { BULK_JOBS_COLLECTION, BulkJobRepository } from './bulk/bulk-job.repository';
-import { BulkService } from './bulk/bulk.service';
-import { BulkWorker } from './bulk/bulk.worker';
+import { BulkService } from './bulk.service';
 import { MediaSummarySubscriber } from './events/media-summary.subscriber';
+import { SearchIndexerSubscriber } from './events/search-indexer.subscriber';
+import { ListingUpsertService } from './listing-upsert.service';
 import { ListingsService } from './listings.service';
+import { ReindexService, type ReindexReport } from './reindex.service';
+import { BULK_JOBS_COLLECTION, BulkJobRepository } from './repositories/bulk-job.repository';
+import { ListingIndexRepository } from './repositories/listing-index.repository';
 import { LISTINGS_COLLECTION, ListingRepository } from './repositories/listing.repository';
-import { SearchIndexer } from './search/search-indexer.subscriber';
-import { fillIndexFromStore } from './search/search-reindex';
+import { SearchService } from './search.service';
+import { BulkWorker } from './workers/bulk.worker';
+
+export interface ListingsDeps {
+  store: DocumentStore;
+  bus: Bus;
+  log: Logger;
+  /** The search index adapter (Elasticsearch, or the in-process one). */
+  index: ListingIndex;
+  clock?: () => Date;
+}
 
 export interface ListingsRuntime {
   service: ListingsService;
+  search: SearchService;
+  upserts: ListingUpsertService;
   bulk: BulkService;
   bulkWorker: BulkWorker;
   relay: OutboxRelay;
+  /** The search index adapter this runtime feeds. */
   index: ListingIndex;
   /** Dependencies `/health/ready` checks, beyond the store and the bus. */
   readiness: Record<string, () => Promise<void>>;
@@ -24,35 +39,42 @@ export interface ListingsRuntime {
 }
 
 /**
- * Wires the listings service over whichever adapters the profile chose. An empty search index is
- * filled from the store at start.
+ * Wires the listings service over the adapters given. An empty search index is filled from the
+ * store at start.
  */
-export async function composeListings(deps: { store: DocumentStore; bus: Bus; log: Logger; clock?: () => Date; index: ListingIndex }): Promise<ListingsRuntime> {
+export async function composeListings(deps: ListingsDeps): Promise<ListingsRuntime> {
   const log = deps.log.child({ service: 'listings' });
+  const clock = deps.clock ?? (() => new Date());
   const listings = await ListingRepository.open(deps.store);
+  const jobs = await BulkJobRepository.open(deps.store);
+  const index = new ListingIndexRepository(deps.index);
   const relay = new OutboxRelay({ bus: deps.bus, log });
   relay.watch(LISTINGS_COLLECTION, listings.collection);
-  const index = deps.index;
-  const indexer = new SearchIndexer({ bus: deps.bus, index, log });
-  const service = new ListingsService({ listings, index, outbox: relay, clock: deps.clock ?? (() => new Date()), log });
-  const clock = deps.clock ?? (() => new Date());
-  const jobs = await BulkJobRepository.open(deps.store);
   relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
+
+  const service = new ListingsService({ listings, outbox: relay, clock });
+  const search = new SearchService({ index });
+  const reindex = new ReindexService({ listings, index });
+  const upserts = new ListingUpsertService({ writes: service, listings });
   const bulk = new BulkService({ jobs, outbox: relay, clock, log });
-  const bulkWorker = new BulkWorker({ jobs, listings: service, bus: deps.bus, clock, log });
+  const bulkWorker = new BulkWorker({ jobs, upserts, bus: deps.bus, clock, log });
+  const indexer = new SearchIndexerSubscriber({ bus: deps.bus, index, log });
   const mediaSummary = new MediaSummarySubscriber({ bus: deps.bus, listings, outbox: relay, clock, log });
   return {
     service,
+    search,
+    upserts,
     bulk,
     bulkWorker,
     relay,
-    index,
+    index: deps.index,
     readiness: { search: () => index.ping() },
     async start() {
       const { created } = await index.open();
       // Subscribed before filling: changes made meanwhile reach the index too, and versions settle the order.
       await indexer.start();
-      if (created) log.info({ listings: await fillIndexFromStore(listings, index), index: index.kind }, 'search index filled from the store');
+      if (created)
+        log.info({ listings: await reindex.fill(), index: index.kind }, 'search index filled from the store');
       // Subscribed before the relay's first sweep, so queued jobs it publishes have a taker.
       await bulkWorker.start();
       await mediaSummary.start();
@@ -68,4 +90,11 @@ export async function composeListings(deps: { store: DocumentStore; bus: Bus; lo
       await index.close();
     },
   };
+}
+
+/** The reindex command: rebuilds `index` (opened here) from the listings of `store`, the service running or not. */
+export async function reindexListings(store: DocumentStore, index: ListingIndex): Promise<ReindexReport> {
+  const search = new ListingIndexRepository(index);
+  await search.open();
+  return new ReindexService({ listings: await ListingRepository.open(store), index: search }).rebuild();
 }

@@ -12,7 +12,10 @@ export const configSchema = serviceEnv('listings', 3001)
       .regex(/^[a-z0-9][a-z0-9_-]{0,200}$/, 'must be a lower-case Elasticsearch index name')
       .default('estate-listings'),
   })
-  .transform((e) => ({ ...processConfig(e), elasticsearch: { url: e.ELASTICSEARCH_URL, index: e.ELASTICSEARCH_INDEX } }));
+  .transform((e) => ({
+    ...processConfig(e),
+    elasticsearch: { url: e.ELASTICSEARCH_URL, index: e.ELASTICSEARCH_INDEX },
+  }));
 
 export type Config = ReturnType<typeof loadConfig>;
 export const loadConfig = configLoader(configSchema);

@@ -1,4 +1,4 @@
 export { listingsApp } from './app';
-export { composeListings, type ListingsRuntime } from './compose';
+export { composeListings, reindexListings, type ListingsDeps, type ListingsRuntime } from './compose';
 export { ListingsService } from './listings.service';
-export { reindexListings, type ReindexReport } from './search/search-reindex';
+export { type ReindexReport } from './reindex.service';

@@ -1,4 +1,15 @@
-import { emptyMediaSummary, type Listing, type ListingCreate, type ListingMediaSummary, type ListingStatus } from '@estate/contracts/listings';
+import {
+  emptyMediaSummary,
+  type Listing,
+  type ListingCreate,
+  type ListingMediaSummary,
+  type ListingStatus,
+} from '@estate/contracts/listings';
+
+/** Roles that create, change and delete listings. */
+export const LISTING_WRITERS = ['admin', 'integration'] as const;
+/** Roles that read and search listings. */
+export const LISTING_READERS = ['admin', 'integration', 'agent'] as const;
 
 /** Statuses that put a listing on the market; the first time one is reached sets `listedAt`. */
 const MARKET_STATUSES: readonly ListingStatus[] = ['active', 'coming_soon'];
@@ -14,7 +25,11 @@ export function externalKey(accountId: string, input: { source?: string; externa
   return input.source && input.externalId ? `${accountId}|${input.source}|${input.externalId}` : undefined;
 }
 
-export function listedAtFor(input: Pick<ListingCreate, 'status' | 'listedAt'>, previous: string | null, now: string): string | null {
+export function listedAtFor(
+  input: Pick<ListingCreate, 'status' | 'listedAt'>,
+  previous: string | null,
+  now: string,
+): string | null {
   if (input.listedAt) return new Date(input.listedAt).toISOString();
   if (previous) return previous;
   return MARKET_STATUSES.includes(input.status) ? now : null;
@@ -32,7 +47,14 @@ export function writableView(listing: Listing): Record<string, unknown> {
 /** A full listing from validated input and what the server owns. */
 export function buildListing(
   input: ListingCreate,
-  owned: { id: string; version: number; createdAt: string; updatedAt: string; listedAt: string | null; media?: ListingMediaSummary },
+  owned: {
+    id: string;
+    version: number;
+    createdAt: string;
+    updatedAt: string;
+    listedAt: string | null;
+    media?: ListingMediaSummary;
+  },
 ): Listing {
   return {
     id: owned.id,

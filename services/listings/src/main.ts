@@ -9,7 +9,13 @@ void runServiceProcess({
   title: 'Listings service',
   loadConfig,
   compose: ({ config, ...deps }) =>
-    composeListings({ ...deps, index: ElasticsearchListingIndex.connect(config.elasticsearch.url, { alias: config.elasticsearch.index, log: deps.log }) }),
+    composeListings({
+      ...deps,
+      index: ElasticsearchListingIndex.connect(config.elasticsearch.url, {
+        alias: config.elasticsearch.index,
+        log: deps.log,
+      }),
+    }),
   app: listingsApp,
   // A bulk call of 100 listings with long descriptions is well over the 1 MB default.
   bodyLimit: 5 * 1024 * 1024,

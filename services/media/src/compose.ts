@@ -1,16 +1,21 @@
 import { availableParallelism } from 'node:os';
 import type { BlobStore } from '@estate/blobs';
-import { OutboxRelay, type Bus, type Subscription } from '@estate/bus';
+import { OutboxRelay, type Bus } from '@estate/bus';
 import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
-import { busJobQueue, subscribeImageJobs } from './events/image-jobs';
-import { subscribeListings } from './events/listings.subscriber';
+import { ListingsSubscriber } from './events/listings.subscriber';
+import { GalleryService } from './gallery.service';
 import { DEFAULT_MAX_PIXELS } from './image.rules';
-import { MediaProcessingService } from './media-processing.service';
-import { MediaService } from './media.service';
+import { ListingProjectionService } from './listing-projection.service';
+import { RenditionService } from './rendition.service';
 import { GALLERIES_COLLECTION, GalleryRepository } from './repositories/gallery.repository';
-import { ImageProcessor } from './repositories/image.processor';
-import { MediaFiles } from './repositories/media-files.repository';
+import { ImageRendererRepository } from './repositories/image-renderer.repository';
+import { MediaFilesRepository } from './repositories/media-files.repository';
+import { SweepService } from './sweep.service';
+import { TrashService } from './trash.service';
+import { UploadService } from './upload.service';
+import { BusRenditionQueue, RenditionWorker } from './workers/rendition.worker';
+import { SweepWorker } from './workers/sweep.worker';
 
 export interface MediaOptions {
   /** Largest image accepted, in pixels as declared by its header. */
@@ -38,8 +43,9 @@ export function renderThreads(workers: number): number {
 }
 
 export interface MediaRuntime {
-  service: MediaService;
-  processing: MediaProcessingService;
+  gallery: GalleryService;
+  uploads: UploadService;
+  sweep: SweepService;
   relay: OutboxRelay;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -57,43 +63,55 @@ export async function composeMedia(deps: {
   const options = { ...defaultMediaOptions, ...deps.options };
   const log = deps.log.child({ service: 'media' });
   const clock = deps.clock ?? (() => new Date());
+  const { bus } = deps;
   const galleries = await GalleryRepository.open(deps.store);
-  const relay = new OutboxRelay({ bus: deps.bus, log });
+  const relay = new OutboxRelay({ bus, log });
   relay.watch(GALLERIES_COLLECTION, galleries.collection);
-  const files = new MediaFiles(deps.blobs);
+  const files = new MediaFilesRepository(deps.blobs);
   // The in-process bus hands a consumer group one message at a time: one render runs at once there.
-  const workers = deps.bus.kind === 'memory' ? 1 : options.workers;
+  const workers = bus.kind === 'memory' ? 1 : options.workers;
   // libvips threads are shared out between the pipelines, so renders never oversubscribe the CPUs.
-  const images = new ImageProcessor({ maxPixels: options.maxPixels, pipelines: workers, threadsPerPipeline: renderThreads(workers) });
-  const jobs = busJobQueue(deps.bus);
-  const shared = { galleries, files, images, jobs, outbox: relay, clock, log };
-  const service = new MediaService({ ...shared, listingWaitMs: options.listingWaitMs });
-  const processing = new MediaProcessingService(shared);
+  const images = new ImageRendererRepository({
+    maxPixels: options.maxPixels,
+    pipelines: workers,
+    threadsPerPipeline: renderThreads(workers),
+  });
+  const queue = new BusRenditionQueue(bus);
+  const trash = new TrashService({ galleries, files, clock, log });
+  const gallery = new GalleryService({
+    galleries,
+    files,
+    trash,
+    outbox: relay,
+    clock,
+    listingWaitMs: options.listingWaitMs,
+  });
+  const uploads = new UploadService({ galleries, files, images, trash, queue, gallery, outbox: relay, clock, log });
+  const renditions = new RenditionService({ galleries, files, images, outbox: relay, clock, log });
+  const listings = new ListingProjectionService({ galleries, trash, clock, log });
+  const sweep = new SweepService({ galleries, trash, queue, clock, log });
 
-  let subscriptions: Subscription[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  const sweep = (requeueAfterMs: number) =>
-    processing.sweep({ requeueAfterMs }).catch((err: unknown) => {
-      log.warn({ err }, 'media sweep failed; it runs again later');
-    });
+  const subscribers = [new ListingsSubscriber({ bus, listings }), new RenditionWorker({ bus, renditions, workers })];
+  const sweeper = new SweepWorker({
+    sweep,
+    everyMs: options.sweepEveryMs,
+    requeueAfterMs: options.requeueAfterMs,
+    firstRequeueAfterMs: bus.kind === 'memory' ? 0 : options.requeueAfterMs,
+    log,
+  });
   return {
-    service,
-    processing,
+    gallery,
+    uploads,
+    sweep,
     relay,
     async start() {
       relay.start();
-      subscriptions = [
-        await subscribeListings(deps.bus, processing),
-        ...(await subscribeImageJobs(deps.bus, workers, (job, requestId) => processing.process(job, requestId))),
-      ];
-      // Jobs queued in memory died with the last process: queue every unfinished image again.
-      await sweep(deps.bus.kind === 'memory' ? 0 : options.requeueAfterMs);
-      timer = setInterval(() => void sweep(options.requeueAfterMs), options.sweepEveryMs);
-      timer.unref();
+      for (const subscriber of subscribers) await subscriber.start();
+      await sweeper.start();
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      await Promise.all(subscriptions.map((s) => s.stop()));
+      await sweeper.stop();
+      await Promise.all(subscribers.map((s) => s.stop()));
       await relay.stop();
     },
   };

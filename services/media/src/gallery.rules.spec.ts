@@ -2,26 +2,57 @@ import { mediaSummary, permutationProblem, reordered, withOnePrimary, type Media
 
 const at = '2026-01-01T00:00:00.000Z';
 const image = (id: string, over: Partial<MediaItem> = {}): MediaItem => ({
-  id, kind: 'image', status: 'ready', isPrimary: false, fileToken: `tok_${id}`.padEnd(22, 'x'), version: 1, createdAt: at, updatedAt: at, ...over,
+  id,
+  kind: 'image',
+  status: 'ready',
+  isPrimary: false,
+  fileToken: `tok_${id}`.padEnd(22, 'x'),
+  version: 1,
+  createdAt: at,
+  updatedAt: at,
+  ...over,
 });
-const tour = (id: string): MediaItem => ({ id, kind: 'virtual_tour', url: `https://t.example.com/${id}`, status: 'ready', isPrimary: false, version: 1, createdAt: at, updatedAt: at });
+const tour = (id: string): MediaItem => ({
+  id,
+  kind: 'virtual_tour',
+  url: `https://t.example.com/${id}`,
+  status: 'ready',
+  isPrimary: false,
+  version: 1,
+  createdAt: at,
+  updatedAt: at,
+});
 const primaries = (items: MediaItem[]) => items.filter((i) => i.isPrimary).map((i) => i.id);
 
 describe('gallery rules', () => {
   it('makes the first image primary when none is, never a tour or a slot still uploading', () => {
-    expect(primaries(withOnePrimary([tour('t'), image('u', { status: 'uploading' }), image('a'), image('b')]))).toEqual(['a']);
+    expect(primaries(withOnePrimary([tour('t'), image('u', { status: 'uploading' }), image('a'), image('b')]))).toEqual(
+      ['a'],
+    );
     expect(primaries(withOnePrimary([tour('t')]))).toEqual([]);
     expect(primaries(withOnePrimary([]))).toEqual([]);
   });
 
   it('keeps the current primary, and leaves exactly one when several claim it', () => {
     expect(primaries(withOnePrimary([image('a'), image('b', { isPrimary: true })]))).toEqual(['b']);
-    expect(primaries(withOnePrimary([image('a', { isPrimary: true }), image('b', { isPrimary: true })]))).toEqual(['a']);
+    expect(primaries(withOnePrimary([image('a', { isPrimary: true }), image('b', { isPrimary: true })]))).toEqual([
+      'a',
+    ]);
   });
 
   it('moves the flag off a failed image to the first that did not fail, but keeps it when all failed', () => {
-    expect(primaries(withOnePrimary([image('a', { isPrimary: true, status: 'failed' }), image('b', { status: 'failed' }), image('c', { status: 'processing' })]))).toEqual(['c']);
-    expect(primaries(withOnePrimary([image('a', { status: 'failed' }), image('b', { isPrimary: true, status: 'failed' })]))).toEqual(['b']);
+    expect(
+      primaries(
+        withOnePrimary([
+          image('a', { isPrimary: true, status: 'failed' }),
+          image('b', { status: 'failed' }),
+          image('c', { status: 'processing' }),
+        ]),
+      ),
+    ).toEqual(['c']);
+    expect(
+      primaries(withOnePrimary([image('a', { status: 'failed' }), image('b', { isPrimary: true, status: 'failed' })])),
+    ).toEqual(['b']);
   });
 
   it('accepts only a permutation of the shown ids', () => {
@@ -38,7 +69,13 @@ describe('gallery rules', () => {
   });
 
   it('summarises ready images, the primary once ready, and tours in order', () => {
-    const items = [tour('t1'), image('a', { isPrimary: true, status: 'processing' }), image('b', { caption: 'Kitchen' }), image('c', { status: 'failed' }), tour('t2')];
+    const items = [
+      tour('t1'),
+      image('a', { isPrimary: true, status: 'processing' }),
+      image('b', { caption: 'Kitchen' }),
+      image('c', { status: 'failed' }),
+      tour('t2'),
+    ];
     expect(mediaSummary(items)).toEqual({
       photoCount: 1,
       primaryPhoto: null,
@@ -48,6 +85,14 @@ describe('gallery rules', () => {
       ],
     });
     const ready = mediaSummary([image('a', { isPrimary: true, caption: 'Front' })]);
-    expect(ready.primaryPhoto).toEqual({ id: 'a', urls: { original: `/files/${'tok_a'.padEnd(22, 'x')}/original`, large: `/files/${'tok_a'.padEnd(22, 'x')}/large`, thumb: `/files/${'tok_a'.padEnd(22, 'x')}/thumb` }, caption: 'Front' });
+    expect(ready.primaryPhoto).toEqual({
+      id: 'a',
+      urls: {
+        original: `/files/${'tok_a'.padEnd(22, 'x')}/original`,
+        large: `/files/${'tok_a'.padEnd(22, 'x')}/large`,
+        thumb: `/files/${'tok_a'.padEnd(22, 'x')}/thumb`,
+      },
+      caption: 'Front',
+    });
   });
 });

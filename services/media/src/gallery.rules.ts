@@ -1,5 +1,14 @@
+import { outboxEntry, type OutboxEntry } from '@estate/bus';
 import type { ListingMediaSummary } from '@estate/contracts/listings';
-import { MAX_IMAGES_PER_LISTING, MAX_TOURS_PER_LISTING, type ImageContentType, type Media, type MediaKind, type MediaStatus } from '@estate/contracts/media';
+import {
+  MAX_IMAGES_PER_LISTING,
+  MAX_TOURS_PER_LISTING,
+  type ImageContentType,
+  type Media,
+  type MediaKind,
+  type MediaStatus,
+  type mediaChanges,
+} from '@estate/contracts/media';
 
 /**
  * The media of one listing is one aggregate (a "gallery"): the image limit, the single primary
@@ -58,7 +67,6 @@ export function hasRoomForImages(items: readonly MediaItem[], more = 1): boolean
 export function hasRoomForTour(items: readonly MediaItem[]): boolean {
   return tourCount(items) < MAX_TOURS_PER_LISTING;
 }
-
 
 /**
  * Exactly one primary among the shown images whenever there is one: the current primary stays
@@ -141,7 +149,36 @@ export function mediaSummary(items: readonly MediaItem[]): ListingMediaSummary {
   const primary = ready.find((i) => i.isPrimary);
   return {
     photoCount: ready.length,
-    primaryPhoto: primary ? { id: primary.id, urls: fileUrls(primary.fileToken!), caption: primary.caption ?? null } : null,
-    virtualTours: shown.filter((i) => i.kind === 'virtual_tour').map((t) => ({ id: t.id, url: t.url!, caption: t.caption ?? null })),
+    primaryPhoto: primary
+      ? { id: primary.id, urls: fileUrls(primary.fileToken!), caption: primary.caption ?? null }
+      : null,
+    virtualTours: shown
+      .filter((i) => i.kind === 'virtual_tour')
+      .map((t) => ({ id: t.id, url: t.url!, caption: t.caption ?? null })),
   };
+}
+
+/** `media.media.changed` for a gallery write; the version is the gallery's after the write. */
+export function changedEvent(
+  gallery: { id: string; accountId: string },
+  items: readonly MediaItem[],
+  change: (typeof mediaChanges)[number],
+  mediaIds: string[],
+  now: string,
+  requestId?: string,
+): (version: number) => OutboxEntry {
+  return (version) =>
+    outboxEntry(
+      'media.media.changed',
+      {
+        accountId: gallery.accountId,
+        listingId: gallery.id,
+        version,
+        occurredAt: now,
+        change,
+        mediaIds,
+        summary: mediaSummary(items),
+      },
+      requestId,
+    );
 }

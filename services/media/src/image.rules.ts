@@ -27,6 +27,12 @@ export function sniffImageType(head: Buffer): ImageContentType | null {
 }
 
 /** Width and height as shown: EXIF orientations 5 to 8 turn the image a quarter. */
-export function displayedSize(width: number, height: number, orientation: number | undefined): { width: number; height: number } {
-  return orientation !== undefined && orientation >= 5 && orientation <= 8 ? { width: height, height: width } : { width, height };
+export function displayedSize(
+  width: number,
+  height: number,
+  orientation: number | undefined,
+): { width: number; height: number } {
+  return orientation !== undefined && orientation >= 5 && orientation <= 8
+    ? { width: height, height: width }
+    : { width, height };
 }

@@ -6,7 +6,11 @@ import sharp from 'sharp';
  */
 
 /** A `width`×`height` JPEG, left half red and right half blue (so a rotation shows). */
-export async function jpeg(width: number, height: number, options: { orientation?: number; gps?: boolean; quality?: number } = {}): Promise<Buffer> {
+export async function jpeg(
+  width: number,
+  height: number,
+  options: { orientation?: number; gps?: boolean; quality?: number } = {},
+): Promise<Buffer> {
   const left = Math.floor(width / 2);
   let img = sharp({ create: { width, height, channels: 3, background: { r: 0, g: 0, b: 255 } } }).composite([
     { input: { create: { width: left, height, channels: 3, background: { r: 255, g: 0, b: 0 } } }, left: 0, top: 0 },
@@ -23,7 +27,11 @@ export async function jpeg(width: number, height: number, options: { orientation
 }
 
 export async function png(width: number, height: number, alpha = false): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: alpha ? 4 : 3, background: { r: 10, g: 200, b: 30, alpha: alpha ? 0.5 : 1 } } }).png().toBuffer();
+  return sharp({
+    create: { width, height, channels: alpha ? 4 : 3, background: { r: 10, g: 200, b: 30, alpha: alpha ? 0.5 : 1 } },
+  })
+    .png()
+    .toBuffer();
 }
 
 /** A noisy JPEG (compresses badly, like a real photo) of about `megapixels`. */
@@ -34,12 +42,18 @@ export async function photo(width: number, height: number, quality = 90): Promis
     x = (x * 1103515245 + 12345) & 0x7fffffff;
     raw[i] = (x >> 16) & 0xff;
   }
-  return sharp(raw, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer();
+  return sharp(raw, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality })
+    .toBuffer();
 }
 
 /** A tiny JPEG whose frame header (SOF0) claims `width`×`height` pixels: a decompression bomb. */
 export async function jpegBomb(width = 60_000, height = 60_000): Promise<Buffer> {
-  const small = Buffer.from(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#888' } }).jpeg({ mozjpeg: false }).toBuffer());
+  const small = Buffer.from(
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: '#888' } })
+      .jpeg({ mozjpeg: false })
+      .toBuffer(),
+  );
   for (let i = 0; i < small.length - 9; i++) {
     if (small[i] === 0xff && (small[i + 1] === 0xc0 || small[i + 1] === 0xc2)) {
       small.writeUInt16BE(height, i + 5);

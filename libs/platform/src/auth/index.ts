@@ -17,21 +17,35 @@ export const SIGNATURE_HEADER = 'x-estate-signature';
 const MAX_SKEW_SECONDS = 300;
 
 function mac(secret: string, timestamp: number, method: string, url: string, encoded: string): string {
-  return createHmac('sha256', secret).update(`${timestamp}.${method.toUpperCase()}.${url}.${encoded}`).digest('base64url');
+  return createHmac('sha256', secret)
+    .update(`${timestamp}.${method.toUpperCase()}.${url}.${encoded}`)
+    .digest('base64url');
 }
 
 /**
  * Headers the gateway adds when it forwards a request: the caller's identity and an HMAC over
  * it, the time, the method and the URL, so a captured header cannot be replayed elsewhere.
  */
-export function signIdentity(who: Identity, secret: string, method: string, url: string, now = Date.now()): Record<string, string> {
+export function signIdentity(
+  who: Identity,
+  secret: string,
+  method: string,
+  url: string,
+  now = Date.now(),
+): Record<string, string> {
   const encoded = Buffer.from(JSON.stringify(who)).toString('base64url');
   const t = Math.floor(now / 1000);
   return { [IDENTITY_HEADER]: encoded, [SIGNATURE_HEADER]: `t=${t},v1=${mac(secret, t, method, url, encoded)}` };
 }
 
 /** The identity a signed request carries, or null when the signature is missing, stale or wrong. */
-export function verifyIdentity(headers: Record<string, unknown>, secret: string, method: string, url: string, now = Date.now()): Identity | null {
+export function verifyIdentity(
+  headers: Record<string, unknown>,
+  secret: string,
+  method: string,
+  url: string,
+  now = Date.now(),
+): Identity | null {
   const encoded = headers[IDENTITY_HEADER];
   const signature = headers[SIGNATURE_HEADER];
   if (typeof encoded !== 'string' || typeof signature !== 'string') return null;

@@ -26,4 +26,7 @@ export const envLogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 't
 export const envSecret = (min = 32) => z.string().min(min, `must be at least ${min} characters`);
 export const envUrl = z.string().url();
 /** Optional prefix that keeps deployments sharing one NATS server apart (see NatsBus). */
-export const envNatsNamespace = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only').optional();
+export const envNatsNamespace = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only')
+  .optional();

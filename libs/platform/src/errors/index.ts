@@ -7,7 +7,12 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
-    readonly extra: { errors?: FieldError[]; headers?: Record<string, string>; fields?: Record<string, unknown>; cause?: unknown } = {},
+    readonly extra: {
+      errors?: FieldError[];
+      headers?: Record<string, string>;
+      fields?: Record<string, unknown>;
+      cause?: unknown;
+    } = {},
   ) {
     super(detail, { cause: extra.cause });
     this.name = 'AppError';
@@ -21,8 +26,18 @@ export class AppError extends Error {
 
 /** Fields a client may read but never write; naming them in a body gets a precise message. */
 export const readOnlyFields = new Set([
-  'id', 'accountId', 'version', 'createdAt', 'updatedAt', 'media', 'pricePerArea', 'scoreSource', 'scoreBreakdown',
-  'lastActivityAt', 'duplicate', 'assignment',
+  'id',
+  'accountId',
+  'version',
+  'createdAt',
+  'updatedAt',
+  'media',
+  'pricePerArea',
+  'scoreSource',
+  'scoreBreakdown',
+  'lastActivityAt',
+  'duplicate',
+  'assignment',
 ]);
 
 interface IssueLike {
@@ -51,7 +66,11 @@ export function fieldErrors(issues: readonly IssueLike[], prefix: PropertyKey[] 
   return out;
 }
 
-export function validationError(error: z.ZodError, prefix: PropertyKey[] = [], detail = 'The request is not valid'): AppError {
+export function validationError(
+  error: z.ZodError,
+  prefix: PropertyKey[] = [],
+  detail = 'The request is not valid',
+): AppError {
   return new AppError('validation_failed', detail, { errors: fieldErrors(error.issues as IssueLike[], prefix) });
 }
 

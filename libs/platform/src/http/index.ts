@@ -23,10 +23,15 @@ export interface OpenApiDoc {
 
 /** Folds other documents' paths and component schemas into `own` (first definition wins). */
 export function mergeOpenApi(own: OpenApiDoc, others: OpenApiDoc[]): OpenApiDoc {
-  const out: OpenApiDoc = { ...own, paths: { ...own.paths }, components: { ...own.components, schemas: { ...own.components?.schemas } } };
+  const out: OpenApiDoc = {
+    ...own,
+    paths: { ...own.paths },
+    components: { ...own.components, schemas: { ...own.components?.schemas } },
+  };
   for (const doc of others) {
     for (const [path, item] of Object.entries(doc.paths ?? {})) out.paths![path] ??= item;
-    for (const [name, schema] of Object.entries(doc.components?.schemas ?? {})) out.components!.schemas![name] ??= schema;
+    for (const [name, schema] of Object.entries(doc.components?.schemas ?? {}))
+      out.components!.schemas![name] ??= schema;
   }
   return out;
 }
@@ -80,7 +85,11 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   }) as unknown as FastifyInstance;
   // JSON in, JSON out: anything else is 415 (the media service adds multipart for uploads).
   app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.addContentTypeParser(
+    'application/merge-patch+json',
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  );
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   decorateIdentity(app);
@@ -93,8 +102,16 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     await app.register(fastifySwagger, {
       openapi: {
         openapi: '3.1.0',
-        info: { title: options.openapi.title, description: options.openapi.description, version: options.openapi.version ?? '1.0.0' },
-        components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <key>`' } } },
+        info: {
+          title: options.openapi.title,
+          description: options.openapi.description,
+          version: options.openapi.version ?? '1.0.0',
+        },
+        components: {
+          securitySchemes: {
+            apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: `Authorization: Bearer <key>`' },
+          },
+        },
         security: [{ apiKey: [] }],
       },
       transform: jsonSchemaTransform,

@@ -8,7 +8,10 @@ export type ReadinessCheck = () => Promise<void>;
  * `/health/live` (the process answers), `/health/ready` (every dependency answers) and
  * `/metrics` (Prometheus text) for one service; no key needed.
  */
-export function installObservability(app: FastifyInstance, options: { service: string; checks: Record<string, ReadinessCheck> }): Registry {
+export function installObservability(
+  app: FastifyInstance,
+  options: { service: string; checks: Record<string, ReadinessCheck> },
+): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service: options.service });
   collectDefaultMetrics({ register: registry });
@@ -31,7 +34,10 @@ export function installObservability(app: FastifyInstance, options: { service: s
     const results = await Promise.all(
       Object.entries(options.checks).map(async ([name, check]) => {
         try {
-          await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref())]);
+          await Promise.race([
+            check(),
+            new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref()),
+          ]);
           return [name, 'ok'] as const;
         } catch (err) {
           request.log.warn({ err, dependency: name }, 'readiness check failed');
@@ -41,7 +47,14 @@ export function installObservability(app: FastifyInstance, options: { service: s
     );
     const checks = Object.fromEntries(results);
     if (results.some(([, s]) => s !== 'ok')) {
-      throw new AppError('service_unavailable', `Not ready: ${results.filter(([, s]) => s !== 'ok').map(([n]) => n).join(', ')}`, { fields: { checks } });
+      throw new AppError(
+        'service_unavailable',
+        `Not ready: ${results
+          .filter(([, s]) => s !== 'ok')
+          .map(([n]) => n)
+          .join(', ')}`,
+        { fields: { checks } },
+      );
     }
     return reply.send({ status: 'ok', checks });
   });

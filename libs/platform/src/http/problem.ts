@@ -5,7 +5,13 @@ import { AppError, fieldErrors } from '../errors';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export function problemBody(code: ErrorCode, detail: string, requestId: string, errors?: FieldError[], fields?: Record<string, unknown>) {
+export function problemBody(
+  code: ErrorCode,
+  detail: string,
+  requestId: string,
+  errors?: FieldError[],
+  fields?: Record<string, unknown>,
+) {
   return {
     type: `urn:estate:problem:${code}`,
     title: errorTitles[code],
@@ -42,14 +48,17 @@ function fromFastifyError(err: FastifyError): AppError {
     default:
       break;
   }
-  if (err instanceof SyntaxError && status === 400) return new AppError('malformed_request', `The body is not valid JSON: ${err.message}`);
+  if (err instanceof SyntaxError && status === 400)
+    return new AppError('malformed_request', `The body is not valid JSON: ${err.message}`);
   if (status === 413) return new AppError('payload_too_large', err.message);
   if (status === 415) return new AppError('unsupported_media_type', err.message);
   if (status === 429) return new AppError('rate_limited', err.message);
   if (status === 404) return new AppError('not_found', err.message);
   if (status === 405) return new AppError('method_not_allowed', err.message);
   if (status >= 400 && status < 500) return new AppError('malformed_request', err.message);
-  return new AppError('internal_error', 'Something went wrong on our side; the request id identifies it in our logs', { cause: err });
+  return new AppError('internal_error', 'Something went wrong on our side; the request id identifies it in our logs', {
+    cause: err,
+  });
 }
 
 /** The one error handler: every failure leaves as problem+json; 5xx never show internals. */
@@ -65,10 +74,21 @@ export function installErrorHandling(app: FastifyInstance): void {
         message: v.message ?? 'is invalid',
         keys: (v.params as { keys?: string[] }).keys,
       }));
-      const where = err.validationContext === 'body' ? 'body' : err.validationContext === 'querystring' ? 'query parameters' : 'path parameters';
-      appError = new AppError('validation_failed', `The ${where} did not pass validation`, { errors: fieldErrors(issues) });
+      const where =
+        err.validationContext === 'body'
+          ? 'body'
+          : err.validationContext === 'querystring'
+            ? 'query parameters'
+            : 'path parameters';
+      appError = new AppError('validation_failed', `The ${where} did not pass validation`, {
+        errors: fieldErrors(issues),
+      });
     } else if (isResponseSerializationError(err as never)) {
-      appError = new AppError('internal_error', 'Something went wrong on our side; the request id identifies it in our logs', { cause: err });
+      appError = new AppError(
+        'internal_error',
+        'Something went wrong on our side; the request id identifies it in our logs',
+        { cause: err },
+      );
     } else {
       appError = fromFastifyError(err);
     }

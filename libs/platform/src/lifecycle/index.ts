@@ -17,7 +17,8 @@ export function closeOnSignals(log: Logger, close: () => Promise<void>, delayMs 
 
 /** The one way a process that failed to start ends: a configuration problem as a plain message, anything else with its stack; exit 1. */
 export function exitOnStartFailure(err: unknown): never {
-  const message = err instanceof ConfigError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+  const message =
+    err instanceof ConfigError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
   process.stderr.write(`Failed to start: ${message}\n`);
   process.exit(1);
 }

@@ -17,7 +17,11 @@ export const redactPaths = [
   '*.password',
 ];
 
-export function createLogger(options: { service: string; level?: string; destination?: pino.DestinationStream }): Logger {
+export function createLogger(options: {
+  service: string;
+  level?: string;
+  destination?: pino.DestinationStream;
+}): Logger {
   return pino(
     {
       level: options.level ?? 'info',

@@ -17,7 +17,8 @@ export function decodeCursor(raw: string | undefined): CursorState | undefined {
   if (raw === undefined) return undefined;
   try {
     const parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Partial<CursorState>;
-    if (parsed && typeof parsed === 'object' && typeof parsed.id === 'string' && 'v' in parsed) return parsed as CursorState;
+    if (parsed && typeof parsed === 'object' && typeof parsed.id === 'string' && 'v' in parsed)
+      return parsed as CursorState;
   } catch {
     // fall through
   }
@@ -36,6 +37,9 @@ export function parseSort(raw: string | undefined, fields: Record<string, string
   const direction = raw.startsWith('-') ? -1 : 1;
   const name = raw.replace(/^-/, '');
   const field = fields[name];
-  if (!field) throw new AppError('validation_failed', `Cannot sort by ${name}`, { errors: [{ path: 'sort', message: `must be one of ${Object.keys(fields).join(', ')}` }] });
+  if (!field)
+    throw new AppError('validation_failed', `Cannot sort by ${name}`, {
+      errors: [{ path: 'sort', message: `must be one of ${Object.keys(fields).join(', ')}` }],
+    });
   return { field, direction };
 }

@@ -1,5 +1,5 @@
 import type { Role } from '@estate/contracts/accounts';
-import type { DocumentCollection, DocumentStore } from '@estate/store';
+import { DuplicateKeyError, type DocumentCollection, type DocumentStore } from '@estate/store';
 
 export interface AccountDoc {
   id: string;
@@ -23,12 +23,75 @@ export interface ApiKeyDoc {
   revokedAt?: string;
 }
 
+/** Accounts and API keys. */
 export class AccessRepository {
-  private constructor(readonly accounts: DocumentCollection<AccountDoc>, readonly keys: DocumentCollection<ApiKeyDoc>) {}
+  private constructor(
+    private readonly accounts: DocumentCollection<AccountDoc>,
+    private readonly keys: DocumentCollection<ApiKeyDoc>,
+  ) {}
 
   static async open(store: DocumentStore): Promise<AccessRepository> {
-    const accounts = await store.collection<AccountDoc>('accounts', [{ fields: { isDefault: 1 }, unique: true, sparse: true }]);
-    const keys = await store.collection<ApiKeyDoc>('api_keys', [{ fields: { hash: 1 }, unique: true }, { fields: { accountId: 1, createdAt: 1 } }]);
+    const accounts = await store.collection<AccountDoc>('accounts', [
+      { fields: { isDefault: 1 }, unique: true, sparse: true },
+    ]);
+    const keys = await store.collection<ApiKeyDoc>('api_keys', [
+      { fields: { hash: 1 }, unique: true },
+      { fields: { accountId: 1, createdAt: 1 } },
+    ]);
     return new AccessRepository(accounts, keys);
+  }
+
+  async insertAccount(doc: AccountDoc): Promise<void> {
+    await this.accounts.insertOne(doc);
+  }
+
+  /** Stores the default account unless one exists already; false when another writer made it first. */
+  async insertDefaultAccount(doc: AccountDoc & { isDefault: true }): Promise<boolean> {
+    try {
+      await this.accounts.insertOne(doc);
+      return true;
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+  }
+
+  findAccount(id: string): Promise<AccountDoc | null> {
+    return this.accounts.findOne({ id });
+  }
+
+  findDefaultAccount(): Promise<AccountDoc | null> {
+    return this.accounts.findOne({ isDefault: true });
+  }
+
+  listAccounts(): Promise<AccountDoc[]> {
+    return this.accounts.find({}, { sort: { createdAt: 1, id: 1 } });
+  }
+
+  async insertKey(doc: ApiKeyDoc): Promise<void> {
+    await this.keys.insertOne(doc);
+  }
+
+  /** The key with this hash, revoked or not. */
+  findKey(hash: string): Promise<ApiKeyDoc | null> {
+    return this.keys.findOne({ hash });
+  }
+
+  findLiveKey(hash: string): Promise<ApiKeyDoc | null> {
+    return this.keys.findOne({ hash, revokedAt: { $exists: false } });
+  }
+
+  listLiveKeys(accountId: string): Promise<ApiKeyDoc[]> {
+    return this.keys.find({ accountId, revokedAt: { $exists: false } }, { sort: { createdAt: 1, id: 1 } });
+  }
+
+  /** False when the account has no such live key. */
+  async revokeKey(accountId: string, keyId: string, at: string): Promise<boolean> {
+    return (
+      (await this.keys.updateOne(
+        { id: keyId, accountId, revokedAt: { $exists: false } },
+        { $set: { revokedAt: at } },
+      )) !== null
+    );
   }
 }

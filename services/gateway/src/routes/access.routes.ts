@@ -12,35 +12,70 @@ const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 422: pr
 export async function accessRoutes(app: FastifyInstance, { access }: { access: AccessService }) {
   const r = typed(app);
 
-  r.post('/v1/api-keys', {
-    schema: { tags: ['access'], summary: 'Create an API key (the secret is shown only in this answer)', body: apiKeyCreate, response: { 201: apiKeyWithSecret, ...errors } },
-  }, async (request, reply) => {
-    const who = callerOf(request);
-    assertRole(who, ['admin'], 'manage API keys');
-    return reply.code(201).send(await access.createKey(who.accountId, request.body));
-  });
+  r.post(
+    '/v1/api-keys',
+    {
+      schema: {
+        tags: ['access'],
+        summary: 'Create an API key (the secret is shown only in this answer)',
+        body: apiKeyCreate,
+        response: { 201: apiKeyWithSecret, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const who = callerOf(request);
+      assertRole(who, ['admin'], 'manage API keys');
+      return reply.code(201).send(await access.createKey(who.accountId, request.body));
+    },
+  );
 
-  r.get('/v1/api-keys', {
-    schema: { tags: ['access'], summary: 'List the account\'s API keys (without secrets)', response: { 200: apiKeyList, ...errors } },
-  }, async (request) => {
-    const who = callerOf(request);
-    assertRole(who, ['admin'], 'manage API keys');
-    return { items: await access.listKeys(who.accountId) };
-  });
+  r.get(
+    '/v1/api-keys',
+    {
+      schema: {
+        tags: ['access'],
+        summary: "List the account's API keys (without secrets)",
+        response: { 200: apiKeyList, ...errors },
+      },
+    },
+    async (request) => {
+      const who = callerOf(request);
+      assertRole(who, ['admin'], 'manage API keys');
+      return { items: await access.listKeys(who.accountId) };
+    },
+  );
 
-  r.delete('/v1/api-keys/:id', {
-    schema: { tags: ['access'], summary: 'Revoke an API key, effective at once', params: idParams, response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errors } },
-  }, async (request) => {
-    const who = callerOf(request);
-    assertRole(who, ['admin'], 'manage API keys');
-    await access.revokeKey(who.accountId, request.params.id);
-    return { id: request.params.id, revoked: true as const };
-  });
+  r.delete(
+    '/v1/api-keys/:id',
+    {
+      schema: {
+        tags: ['access'],
+        summary: 'Revoke an API key, effective at once',
+        params: idParams,
+        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errors },
+      },
+    },
+    async (request) => {
+      const who = callerOf(request);
+      assertRole(who, ['admin'], 'manage API keys');
+      await access.revokeKey(who.accountId, request.params.id);
+      return { id: request.params.id, revoked: true as const };
+    },
+  );
 
-  r.post('/v1/accounts', {
-    schema: { tags: ['access'], summary: 'Create an account with its first admin key (platform key only)', body: accountCreate, response: { 201: accountCreated, ...errors } },
-  }, async (request, reply) => {
-    assertRole(callerOf(request), ['platform'], 'create accounts');
-    return reply.code(201).send(await access.createAccount(request.body.name));
-  });
+  r.post(
+    '/v1/accounts',
+    {
+      schema: {
+        tags: ['access'],
+        summary: 'Create an account with its first admin key (platform key only)',
+        body: accountCreate,
+        response: { 201: accountCreated, ...errors },
+      },
+    },
+    async (request, reply) => {
+      assertRole(callerOf(request), ['platform'], 'create accounts');
+      return reply.code(201).send(await access.createAccount(request.body.name));
+    },
+  );
 }

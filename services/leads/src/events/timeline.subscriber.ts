@@ -6,8 +6,23 @@ import type { ActivitiesService } from '../activities.service';
  * already wrote it there; this consumer is what brings it when that process died right after the
  * lead write (the event is in the lead's outbox, so it is never lost).
  */
-export async function subscribeTimeline(deps: { bus: Bus; activities: ActivitiesService }): Promise<Subscription> {
-  return deps.bus.subscribe(['leads.activity.recorded'], { durable: 'leads-timeline' }, async ({ payload }) => {
-    await deps.activities.materialize(payload);
-  });
+export class TimelineSubscriber {
+  private subscription?: Subscription;
+
+  constructor(private readonly deps: { bus: Bus; activities: ActivitiesService }) {}
+
+  async start(): Promise<void> {
+    this.subscription = await this.deps.bus.subscribe(
+      ['leads.activity.recorded'],
+      { durable: 'leads-timeline' },
+      async ({ payload }) => {
+        await this.deps.activities.materialize(payload);
+      },
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.subscription?.stop();
+    this.subscription = undefined;
+  }
 }

@@ -1,5 +1,11 @@
 import type { Activity } from '@estate/contracts/leads';
-import { DuplicateKeyError, type DocumentCollection, type DocumentStore, type Filter, type FindOptions } from '@estate/store';
+import {
+  DuplicateKeyError,
+  type DocumentCollection,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+} from '@estate/store';
 import { storable } from './documents';
 
 /** An activity as stored: the timeline entry plus its account; optional fields are absent rather than null. */
@@ -42,7 +48,10 @@ export class ActivityRepository {
   private constructor(private readonly collection: DocumentCollection<ActivityDoc>) {}
 
   static async open(store: DocumentStore): Promise<ActivityRepository> {
-    const col = await store.collection<ActivityDoc>(ACTIVITIES_COLLECTION, [{ fields: { leadId: 1 } }, { fields: { accountId: 1, leadId: 1, occurredAt: -1 } }]);
+    const col = await store.collection<ActivityDoc>(ACTIVITIES_COLLECTION, [
+      { fields: { leadId: 1 } },
+      { fields: { accountId: 1, leadId: 1, occurredAt: -1 } },
+    ]);
     return new ActivityRepository(col);
   }
 

@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Agent } from '@estate/contracts/leads';
-import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
+import {
+  updateVersioned,
+  type DocumentCollection,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+} from '@estate/store';
 import { replaceFields, storable } from './documents';
 
 /**
@@ -61,7 +67,10 @@ export class AgentRepository {
 
   /** Writes the writable fields if the agent is still at `expectedVersion`. */
   async replace(accountId: string, next: Agent, expectedVersion: number): Promise<Agent | null> {
-    const doc = await this.collection.updateOne({ id: next.id, accountId, version: expectedVersion }, replaceFields(next, WRITABLE));
+    const doc = await this.collection.updateOne(
+      { id: next.id, accountId, version: expectedVersion },
+      replaceFields(next, WRITABLE),
+    );
     return doc ? toAgent(doc) : null;
   }
 
@@ -75,33 +84,47 @@ export class AgentRepository {
    * has `expectedLoad` open leads). Resolves to the slot token, or null.
    */
   async reserve(accountId: string, agentId: string, at: Date, expectedLoad?: number): Promise<string | null> {
-    for (let attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-      const agent = await this.collection.findOne({ id: agentId, accountId });
-      if (!agent || !agent.active || agent.openLeads >= agent.capacity) return null;
-      if (expectedLoad !== undefined && agent.openLeads !== expectedLoad) return null;
-      const token = newSlotToken(at);
-      // The capacity read is part of the filter: an edit in between makes this miss, and we look again.
-      const load = expectedLoad !== undefined ? expectedLoad : { $lt: agent.capacity };
-      const taken = await this.collection.updateOne(
-        { id: agentId, accountId, active: true, capacity: agent.capacity, openLeads: load },
-        { $inc: { openLeads: 1 }, $push: { slots: token } },
-      );
-      if (taken) return token;
-      if (expectedLoad !== undefined) return null;
-    }
-    return null;
+    let attempt = 0;
+    const reserved = await updateVersioned<AgentDoc | null, { token: string | null }>({
+      what: 'agent',
+      attempts: RESERVE_ATTEMPTS,
+      versionOf: (agent) => agent?.version ?? 0,
+      read: () => this.collection.findOne({ id: agentId, accountId }),
+      write: async (agent) => {
+        attempt++;
+        if (!agent || !agent.active || agent.openLeads >= agent.capacity) return { token: null };
+        if (expectedLoad !== undefined && agent.openLeads !== expectedLoad) return { token: null };
+        const token = newSlotToken(at);
+        // The capacity read is part of the filter: an edit in between makes this miss, and we look again.
+        const load = expectedLoad !== undefined ? expectedLoad : { $lt: agent.capacity };
+        const taken = await this.collection.updateOne(
+          { id: agentId, accountId, active: true, capacity: agent.capacity, openLeads: load },
+          { $inc: { openLeads: 1 }, $push: { slots: token } },
+        );
+        if (taken) return { token };
+        // Least loaded chose the agent at that load, so it chooses again; an agent whose capacity keeps changing counts as full.
+        return expectedLoad !== undefined || attempt >= RESERVE_ATTEMPTS ? { token: null } : null;
+      },
+    });
+    return reserved.token;
   }
 
   /** Takes a slot whatever the capacity (an admin's manual assignment, a lead reopened); null when the agent does not exist. */
   async hold(accountId: string, agentId: string, at: Date): Promise<string | null> {
     const token = newSlotToken(at);
-    const doc = await this.collection.updateOne({ id: agentId, accountId }, { $inc: { openLeads: 1 }, $push: { slots: token } });
+    const doc = await this.collection.updateOne(
+      { id: agentId, accountId },
+      { $inc: { openLeads: 1 }, $push: { slots: token } },
+    );
     return doc ? token : null;
   }
 
   /** Gives a slot back; a second release of the same token changes nothing. */
   async release(agentId: string, token: string): Promise<boolean> {
-    const doc = await this.collection.updateOne({ id: agentId, slots: token }, { $inc: { openLeads: -1 }, $pull: { slots: token } });
+    const doc = await this.collection.updateOne(
+      { id: agentId, slots: token },
+      { $inc: { openLeads: -1 }, $pull: { slots: token } },
+    );
     return doc !== null;
   }
 
@@ -109,6 +132,8 @@ export class AgentRepository {
   async slotsTakenBefore(before: Date): Promise<{ id: string; tokens: string[] }[]> {
     // Agents are few per account, and this runs every few minutes: reading them all is fine.
     const docs = await this.collection.find({ openLeads: { $gt: 0 } }, {});
-    return docs.map((d) => ({ id: d.id, tokens: d.slots.filter((t) => slotTakenAt(t) < before) })).filter((a) => a.tokens.length > 0);
+    return docs
+      .map((d) => ({ id: d.id, tokens: d.slots.filter((t) => slotTakenAt(t) < before) }))
+      .filter((a) => a.tokens.length > 0);
   }
 }

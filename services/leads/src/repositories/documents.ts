@@ -6,7 +6,10 @@ export function storable<T extends object>(doc: T): T {
 }
 
 /** `$set` of the given fields, `$unset` of the optional ones that are now absent. */
-export function replaceFields(next: Record<string, unknown>, fields: readonly string[]): Required<Pick<Update, '$set'>> & Pick<Update, '$unset'> {
+export function replaceFields(
+  next: Record<string, unknown>,
+  fields: readonly string[],
+): Required<Pick<Update, '$set'>> & Pick<Update, '$unset'> {
   const $set: Record<string, unknown> = {};
   const $unset: Record<string, true> = {};
   for (const field of fields) {

@@ -1,8 +1,8 @@
 import type { ActivitySummary, Assignment, LeadStatus, ScoreBreakdown } from '@estate/contracts/leads';
 import type { OutboxDoc, OutboxEntry } from '@estate/bus';
 import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
-import { emailKey, phoneKey, searchTokens } from '../contact';
-import type { EngagementType } from '../scoring';
+import { emailKey, phoneKey, searchTokens } from '../contact.rules';
+import type { EngagementType } from '../scoring.rules';
 import { replaceFields, storable } from './documents';
 
 /** The lead as the service works on it: the public fields plus what it keeps to compute them. */
@@ -55,9 +55,30 @@ export interface StoredLead {
 export const LEADS_COLLECTION = 'leads';
 
 const REPLACED_FIELDS = [
-  'name', 'email', 'phone', 'source', 'status', 'agentId', 'assignment', 'score', 'scoreSource', 'scoreBreakdown', 'tags', 'propertyInterests',
-  'activityCounts', 'lastActivityByType', 'recentActivities', 'appliedActivityIds', 'slot', 'updatedAt', 'lastActivityAt', 'version',
-  'emailKey', 'phoneKey', 'searchTokens', 'interestListingIds',
+  'name',
+  'email',
+  'phone',
+  'source',
+  'status',
+  'agentId',
+  'assignment',
+  'score',
+  'scoreSource',
+  'scoreBreakdown',
+  'tags',
+  'propertyInterests',
+  'activityCounts',
+  'lastActivityByType',
+  'recentActivities',
+  'appliedActivityIds',
+  'slot',
+  'updatedAt',
+  'lastActivityAt',
+  'version',
+  'emailKey',
+  'phoneKey',
+  'searchTokens',
+  'interestListingIds',
 ] as const;
 
 function derived(lead: LeadRecord): Pick<LeadDoc, 'emailKey' | 'phoneKey' | 'searchTokens' | 'interestListingIds'> {
@@ -70,7 +91,16 @@ function derived(lead: LeadRecord): Pick<LeadDoc, 'emailKey' | 'phoneKey' | 'sea
 }
 
 function toRecord(doc: LeadDoc): LeadRecord {
-  const { _outbox, _outboxPending, _deleted, emailKey: _e, phoneKey: _p, searchTokens: _s, interestListingIds: _i, ...record } = doc;
+  const {
+    _outbox,
+    _outboxPending,
+    _deleted,
+    emailKey: _e,
+    phoneKey: _p,
+    searchTokens: _s,
+    interestListingIds: _i,
+    ...record
+  } = doc;
   return record;
 }
 
@@ -98,7 +128,9 @@ export class LeadRepository {
 
   /** Inserts a new lead with its events; throws DuplicateKeyError when its email or phone is taken in the account. */
   async insert(lead: LeadRecord, events: OutboxEntry[]): Promise<void> {
-    await this.collection.insertOne(storable({ ...lead, ...derived(lead), _outbox: events, _outboxPending: events.length > 0 }) as LeadDoc);
+    await this.collection.insertOne(
+      storable({ ...lead, ...derived(lead), _outbox: events, _outboxPending: events.length > 0 }) as LeadDoc,
+    );
   }
 
   async get(accountId: string, id: string): Promise<StoredLead | null> {
@@ -109,9 +141,13 @@ export class LeadRepository {
   /** The lead that has this email, else the one that has this phone, in the account. */
   async findByContact(accountId: string, contact: { email?: string; phone?: string }): Promise<StoredLead | null> {
     // Two indexed lookups rather than one `$or`, which NeDB cannot answer from its indexes.
-    const byEmail = contact.email ? await this.collection.findOne({ emailKey: emailKey(accountId, contact.email) }) : null;
+    const byEmail = contact.email
+      ? await this.collection.findOne({ emailKey: emailKey(accountId, contact.email) })
+      : null;
     if (byEmail) return toStored(byEmail);
-    const byPhone = contact.phone ? await this.collection.findOne({ phoneKey: phoneKey(accountId, contact.phone) }) : null;
+    const byPhone = contact.phone
+      ? await this.collection.findOne({ phoneKey: phoneKey(accountId, contact.phone) })
+      : null;
     return byPhone ? toStored(byPhone) : null;
   }
 
@@ -123,8 +159,20 @@ export class LeadRepository {
   async replace(current: StoredLead, next: LeadRecord, events: OutboxEntry[]): Promise<LeadRecord | null> {
     const fields = replaceFields({ ...next, ...derived(next) }, REPLACED_FIELDS);
     const doc = await this.collection.updateOne(
-      { id: current.lead.id, accountId: current.lead.accountId, version: current.lead.version, _outboxPending: current.outboxPending ? true : { $ne: true } },
-      { ...fields, $set: { ...fields.$set, _outbox: [...current.outbox, ...events], _outboxPending: current.outboxPending || events.length > 0 } },
+      {
+        id: current.lead.id,
+        accountId: current.lead.accountId,
+        version: current.lead.version,
+        _outboxPending: current.outboxPending ? true : { $ne: true },
+      },
+      {
+        ...fields,
+        $set: {
+          ...fields.$set,
+          _outbox: [...current.outbox, ...events],
+          _outboxPending: current.outboxPending || events.length > 0,
+        },
+      },
     );
     return doc ? toRecord(doc) : null;
   }

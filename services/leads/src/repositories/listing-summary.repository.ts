@@ -26,20 +26,45 @@ export class ListingSummaryRepository {
   private constructor(private readonly collection: DocumentCollection<SummaryDoc>) {}
 
   static async open(store: DocumentStore): Promise<ListingSummaryRepository> {
-    return new ListingSummaryRepository(await store.collection<SummaryDoc>(LISTING_SUMMARIES_COLLECTION, [{ fields: { accountId: 1 } }]));
+    return new ListingSummaryRepository(
+      await store.collection<SummaryDoc>(LISTING_SUMMARIES_COLLECTION, [{ fields: { accountId: 1 } }]),
+    );
   }
 
   /** A listing created or updated (`summary`), or deleted (null), at `version`; true when it changed what is stored. */
-  async applyListing(accountId: string, listingId: string, version: number, summary: LeadListingSummary | null): Promise<boolean> {
+  async applyListing(
+    accountId: string,
+    listingId: string,
+    version: number,
+    summary: LeadListingSummary | null,
+  ): Promise<boolean> {
     const fields = summary ? { summary: storable(summary) as SummaryDoc['summary'] } : { deleted: true };
-    const update: Update = summary ? { $set: { listingVersion: version, ...fields }, $unset: { deleted: true } } : { $set: { listingVersion: version, ...fields }, $unset: { summary: true } };
-    return this.applyNewer(accountId, listingId, 'listingVersion', version, { listingVersion: version, ...fields }, update);
+    const update: Update = summary
+      ? { $set: { listingVersion: version, ...fields }, $unset: { deleted: true } }
+      : { $set: { listingVersion: version, ...fields }, $unset: { summary: true } };
+    return this.applyNewer(
+      accountId,
+      listingId,
+      'listingVersion',
+      version,
+      { listingVersion: version, ...fields },
+      update,
+    );
   }
 
   /** The listing's primary photo after a media change at media revision `version`. */
   async applyMedia(accountId: string, listingId: string, version: number, photo: Photo): Promise<boolean> {
-    const update: Update = photo ? { $set: { mediaVersion: version, mediaPhoto: photo } } : { $set: { mediaVersion: version }, $unset: { mediaPhoto: true } };
-    return this.applyNewer(accountId, listingId, 'mediaVersion', version, storable({ mediaVersion: version, mediaPhoto: photo ?? undefined }), update);
+    const update: Update = photo
+      ? { $set: { mediaVersion: version, mediaPhoto: photo } }
+      : { $set: { mediaVersion: version }, $unset: { mediaPhoto: true } };
+    return this.applyNewer(
+      accountId,
+      listingId,
+      'mediaVersion',
+      version,
+      storable({ mediaVersion: version, mediaPhoto: photo ?? undefined }),
+      update,
+    );
   }
 
   /** Summaries of the listings known and not deleted, by id. */
@@ -55,14 +80,24 @@ export class ListingSummaryRepository {
     return out;
   }
 
-  private async applyNewer(accountId: string, id: string, field: 'listingVersion' | 'mediaVersion', version: number, created: Partial<SummaryDoc>, update: Update): Promise<boolean> {
+  private async applyNewer(
+    accountId: string,
+    id: string,
+    field: 'listingVersion' | 'mediaVersion',
+    version: number,
+    created: Partial<SummaryDoc>,
+    update: Update,
+  ): Promise<boolean> {
     try {
       await this.collection.insertOne({ id, accountId, ...created });
       return true;
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
     }
-    const applied = await this.collection.updateOne({ id, accountId, $or: [{ [field]: { $lt: version } }, { [field]: { $exists: false } }] }, update);
+    const applied = await this.collection.updateOne(
+      { id, accountId, $or: [{ [field]: { $lt: version } }, { [field]: { $exists: false } }] },
+      update,
+    );
     return applied !== null;
   }
 }

@@ -9,7 +9,17 @@ interface CounterDoc {
   n: number;
 }
 
-const RULE_FIELDS = ['name', 'priority', 'enabled', 'conditions', 'strategy', 'agentIds', 'weights', 'version', 'updatedAt'] as const;
+const RULE_FIELDS = [
+  'name',
+  'priority',
+  'enabled',
+  'conditions',
+  'strategy',
+  'agentIds',
+  'weights',
+  'version',
+  'updatedAt',
+] as const;
 
 function toRule(doc: RuleDoc): RoutingRule {
   const { accountId, ...rest } = doc;
@@ -52,21 +62,43 @@ export class RoutingRepository {
   }
 
   async replaceRule(accountId: string, next: RoutingRule, expectedVersion: number): Promise<RoutingRule | null> {
-    const doc = await this.rules.updateOne({ id: next.id, accountId, version: expectedVersion }, replaceFields(next, RULE_FIELDS));
+    const doc = await this.rules.updateOne(
+      { id: next.id, accountId, version: expectedVersion },
+      replaceFields(next, RULE_FIELDS),
+    );
     return doc ? toRule(doc) : null;
   }
 
   async deleteRule(accountId: string, id: string, expectedVersion?: number): Promise<boolean> {
-    return this.rules.deleteOne({ id, accountId, ...(expectedVersion !== undefined ? { version: expectedVersion } : {}) });
+    return this.rules.deleteOne({
+      id,
+      accountId,
+      ...(expectedVersion !== undefined ? { version: expectedVersion } : {}),
+    });
   }
 
   /** Takes an agent out of every rule of the account (the agent was deleted); each rule changed gets a new version. */
   async forgetAgent(accountId: string, agentId: string, now: string): Promise<void> {
     for (const rule of await this.rules.find({ accountId, agentIds: agentId }, {})) {
-      const weights = rule.weights ? Object.fromEntries(Object.entries(rule.weights).filter(([id]) => id !== agentId)) : undefined;
-      await this.replaceRule(accountId, toRule({ ...rule, agentIds: rule.agentIds.filter((id) => id !== agentId), weights, version: rule.version + 1, updatedAt: now }), rule.version);
+      const weights = rule.weights
+        ? Object.fromEntries(Object.entries(rule.weights).filter(([id]) => id !== agentId))
+        : undefined;
+      await this.replaceRule(
+        accountId,
+        toRule({
+          ...rule,
+          agentIds: rule.agentIds.filter((id) => id !== agentId),
+          weights,
+          version: rule.version + 1,
+          updatedAt: now,
+        }),
+        rule.version,
+      );
     }
-    await this.settings.updateOne({ id: accountId, defaultAgentIds: agentId }, { $pull: { defaultAgentIds: agentId }, $inc: { version: 1 }, $set: { updatedAt: now } });
+    await this.settings.updateOne(
+      { id: accountId, defaultAgentIds: agentId },
+      { $pull: { defaultAgentIds: agentId }, $inc: { version: 1 }, $set: { updatedAt: now } },
+    );
   }
 
   async getSettings(accountId: string): Promise<RoutingSettings | null> {
@@ -75,7 +107,11 @@ export class RoutingRepository {
   }
 
   /** Creates the settings at version 1, or replaces them if still at `expectedVersion`; null on a lost race. */
-  async putSettings(accountId: string, next: RoutingSettings, expectedVersion: number | null): Promise<RoutingSettings | null> {
+  async putSettings(
+    accountId: string,
+    next: RoutingSettings,
+    expectedVersion: number | null,
+  ): Promise<RoutingSettings | null> {
     if (expectedVersion === null) {
       try {
         await this.settings.insertOne({ ...next, id: accountId });

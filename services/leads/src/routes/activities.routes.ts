@@ -1,7 +1,7 @@
 import { idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { activity, activityCreate, activityPage, activityQuery } from '@estate/contracts/leads';
-import { callerOf } from '@estate/platform/auth';
+import { callerOf, requestContext } from '@estate/platform/auth';
 import { typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { ActivitiesService } from '../activities.service';
@@ -12,14 +12,34 @@ const tags = ['activities'];
 export async function activityRoutes(app: FastifyInstance, { activities }: { activities: ActivitiesService }) {
   const r = typed(app);
 
-  r.get('/v1/leads/:id/activities', {
-    schema: { tags, summary: 'The lead\'s timeline, newest first', params: idParams, querystring: activityQuery, response: { 200: activityPage, ...errors } },
-  }, async (request) => activities.list(callerOf(request), request.params.id, request.query));
+  r.get(
+    '/v1/leads/:id/activities',
+    {
+      schema: {
+        tags,
+        summary: "The lead's timeline, newest first",
+        params: idParams,
+        querystring: activityQuery,
+        response: { 200: activityPage, ...errors },
+      },
+    },
+    async (request) => activities.list(callerOf(request), request.params.id, request.query),
+  );
 
-  r.post('/v1/leads/:id/activities', {
-    schema: { tags, summary: 'Record an activity (data at most 16 KB)', params: idParams, body: activityCreate, response: { 201: activity, ...errors } },
-  }, async (request, reply) => {
-    const recorded = await activities.record({ who: callerOf(request), requestId: request.id }, request.params.id, request.body);
-    return reply.code(201).send(recorded);
-  });
+  r.post(
+    '/v1/leads/:id/activities',
+    {
+      schema: {
+        tags,
+        summary: 'Record an activity (data at most 16 KB)',
+        params: idParams,
+        body: activityCreate,
+        response: { 201: activity, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const recorded = await activities.record(requestContext(request), request.params.id, request.body);
+      return reply.code(201).send(recorded);
+    },
+  );
 }

@@ -12,35 +12,66 @@ const tags = ['agents'];
 export async function agentRoutes(app: FastifyInstance, { agents }: { agents: AgentsService }) {
   const r = typed(app);
 
-  r.post('/v1/agents', {
-    schema: { tags, summary: 'Add an agent', body: agentCreate, response: { 201: agent, ...errors } },
-  }, async (request, reply) => {
-    const created = await agents.create(callerOf(request), request.body);
-    setEtag(reply, created.version);
-    return reply.code(201).header('location', `/v1/agents/${created.id}`).send(created);
-  });
+  r.post(
+    '/v1/agents',
+    {
+      schema: { tags, summary: 'Add an agent', body: agentCreate, response: { 201: agent, ...errors } },
+    },
+    async (request, reply) => {
+      const created = await agents.create(callerOf(request), request.body);
+      setEtag(reply, created.version);
+      return reply.code(201).header('location', `/v1/agents/${created.id}`).send(created);
+    },
+  );
 
-  r.get('/v1/agents', {
-    schema: { tags, summary: 'List agents', querystring: agentListQuery, response: { 200: agentPage, ...errors } },
-  }, async (request) => agents.list(callerOf(request), request.query));
+  r.get(
+    '/v1/agents',
+    {
+      schema: { tags, summary: 'List agents', querystring: agentListQuery, response: { 200: agentPage, ...errors } },
+    },
+    async (request) => agents.list(callerOf(request), request.query),
+  );
 
-  r.get('/v1/agents/:id', {
-    schema: { tags, summary: 'Get an agent', params: idParams, response: { 200: agent, ...errors } },
-  }, async (request, reply) => {
-    const found = await agents.get(callerOf(request), request.params.id);
-    setEtag(reply, found.version);
-    return found;
-  });
+  r.get(
+    '/v1/agents/:id',
+    {
+      schema: { tags, summary: 'Get an agent', params: idParams, response: { 200: agent, ...errors } },
+    },
+    async (request, reply) => {
+      const found = await agents.get(callerOf(request), request.params.id);
+      setEtag(reply, found.version);
+      return found;
+    },
+  );
 
-  r.patch('/v1/agents/:id', {
-    schema: { tags, summary: 'Update an agent (JSON merge patch; If-Match optional)', params: idParams, body: agentPatch, response: { 200: agent, ...errors } },
-  }, async (request, reply) => {
-    const updated = await agents.update(callerOf(request), request.params.id, request.body, ifMatchVersion(request));
-    setEtag(reply, updated.version);
-    return updated;
-  });
+  r.patch(
+    '/v1/agents/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update an agent (JSON merge patch; If-Match optional)',
+        params: idParams,
+        body: agentPatch,
+        response: { 200: agent, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const updated = await agents.update(callerOf(request), request.params.id, request.body, ifMatchVersion(request));
+      setEtag(reply, updated.version);
+      return updated;
+    },
+  );
 
-  r.delete('/v1/agents/:id', {
-    schema: { tags, summary: 'Delete an agent that holds no open lead', params: idParams, response: { 200: deleted, ...errors } },
-  }, async (request) => agents.remove(callerOf(request), request.params.id, ifMatchVersion(request)));
+  r.delete(
+    '/v1/agents/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete an agent that holds no open lead',
+        params: idParams,
+        response: { 200: deleted, ...errors },
+      },
+    },
+    async (request) => agents.remove(callerOf(request), request.params.id, ifMatchVersion(request)),
+  );
 }

@@ -1,7 +1,7 @@
 import { idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { lead, leadCapture, leadCaptured, leadPage, leadPatch, leadSearchQuery } from '@estate/contracts/leads';
-import { callerOf } from '@estate/platform/auth';
+import { callerOf, requestContext } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { LeadsService } from '../leads.service';
@@ -10,54 +10,101 @@ import type { RoutingService } from '../routing.service';
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['leads'];
 
-export async function leadRoutes(app: FastifyInstance, { leads, routing }: { leads: LeadsService; routing: RoutingService }) {
+export async function leadRoutes(
+  app: FastifyInstance,
+  { leads, routing }: { leads: LeadsService; routing: RoutingService },
+) {
   const r = typed(app);
 
-  r.post('/v1/leads', {
-    schema: {
-      tags,
-      summary: 'Capture a lead (the same person, by email or phone, is never duplicated: 200 with duplicate true)',
-      body: leadCapture,
-      response: { 200: leadCaptured, 201: leadCaptured, ...errors },
+  r.post(
+    '/v1/leads',
+    {
+      schema: {
+        tags,
+        summary: 'Capture a lead (the same person, by email or phone, is never duplicated: 200 with duplicate true)',
+        body: leadCapture,
+        response: { 200: leadCaptured, 201: leadCaptured, ...errors },
+      },
     },
-  }, async (request, reply) => {
-    const { lead: captured, duplicate } = await leads.capture({ who: callerOf(request), requestId: request.id }, request.body);
-    setEtag(reply, captured.version);
-    return reply.code(duplicate ? 200 : 201).header('location', `/v1/leads/${captured.id}`).send(captured);
-  });
-
-  r.get('/v1/leads', {
-    schema: { tags, summary: 'Search the pipeline', querystring: leadSearchQuery, response: { 200: leadPage, ...errors } },
-  }, async (request) => leads.search(callerOf(request), request.query));
-
-  r.get('/v1/leads/:id', {
-    schema: { tags, summary: 'Get a lead with its latest activities and listing interests', params: idParams, response: { 200: lead, ...errors } },
-  }, async (request, reply) => {
-    const found = await leads.get(callerOf(request), request.params.id);
-    setEtag(reply, found.version);
-    return found;
-  });
-
-  r.patch('/v1/leads/:id', {
-    schema: {
-      tags,
-      summary: 'Update a lead: status along the pipeline, contact fields, tags, agentId (admins), score (null hands it back to the engine)',
-      params: idParams,
-      body: leadPatch,
-      response: { 200: lead, ...errors },
+    async (request, reply) => {
+      const { lead: captured, duplicate } = await leads.capture(requestContext(request), request.body);
+      setEtag(reply, captured.version);
+      return reply
+        .code(duplicate ? 200 : 201)
+        .header('location', `/v1/leads/${captured.id}`)
+        .send(captured);
     },
-  }, async (request, reply) => {
-    const updated = await leads.update({ who: callerOf(request), requestId: request.id }, request.params.id, request.body, ifMatchVersion(request));
-    setEtag(reply, updated.version);
-    return updated;
-  });
+  );
 
-  r.post('/v1/leads/:id/route', {
-    schema: { tags: ['routing'], summary: 'Route a lead to an agent by the team\'s rules (409 no_agent_available when nobody can take it)', params: idParams, response: { 200: lead, ...errors } },
-  }, async (request, reply) => {
-    const routed = await routing.route({ who: callerOf(request), requestId: request.id }, request.params.id);
-    const view = await leads.view(routed);
-    setEtag(reply, view.version);
-    return view;
-  });
+  r.get(
+    '/v1/leads',
+    {
+      schema: {
+        tags,
+        summary: 'Search the pipeline',
+        querystring: leadSearchQuery,
+        response: { 200: leadPage, ...errors },
+      },
+    },
+    async (request) => leads.search(callerOf(request), request.query),
+  );
+
+  r.get(
+    '/v1/leads/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get a lead with its latest activities and listing interests',
+        params: idParams,
+        response: { 200: lead, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const found = await leads.get(callerOf(request), request.params.id);
+      setEtag(reply, found.version);
+      return found;
+    },
+  );
+
+  r.patch(
+    '/v1/leads/:id',
+    {
+      schema: {
+        tags,
+        summary:
+          'Update a lead: status along the pipeline, contact fields, tags, agentId (admins), score (null hands it back to the engine)',
+        params: idParams,
+        body: leadPatch,
+        response: { 200: lead, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const updated = await leads.update(
+        requestContext(request),
+        request.params.id,
+        request.body,
+        ifMatchVersion(request),
+      );
+      setEtag(reply, updated.version);
+      return updated;
+    },
+  );
+
+  r.post(
+    '/v1/leads/:id/route',
+    {
+      schema: {
+        tags: ['routing'],
+        summary: "Route a lead to an agent by the team's rules (409 no_agent_available when nobody can take it)",
+        params: idParams,
+        response: { 200: lead, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const routed = await routing.route(requestContext(request), request.params.id);
+      const view = await leads.view(routed);
+      setEtag(reply, view.version);
+      return view;
+    },
+  );
 }

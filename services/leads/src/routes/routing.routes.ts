@@ -14,63 +14,134 @@ import {
 import { callerOf } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
+import type { RoutingRulesService } from '../routing-rules.service';
 import type { RoutingService } from '../routing.service';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['routing'];
 
-export async function routingRoutes(app: FastifyInstance, { routing }: { routing: RoutingService }) {
+export async function routingRoutes(
+  app: FastifyInstance,
+  { routing, rules }: { routing: RoutingService; rules: RoutingRulesService },
+) {
   const r = typed(app);
 
-  r.post('/v1/routing/rules', {
-    schema: { tags, summary: 'Add a routing rule', body: routingRuleCreate, response: { 201: routingRule, ...errors } },
-  }, async (request, reply) => {
-    const created = await routing.createRule(callerOf(request), request.body);
-    setEtag(reply, created.version);
-    return reply.code(201).header('location', `/v1/routing/rules/${created.id}`).send(created);
-  });
+  r.post(
+    '/v1/routing/rules',
+    {
+      schema: {
+        tags,
+        summary: 'Add a routing rule',
+        body: routingRuleCreate,
+        response: { 201: routingRule, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const created = await rules.createRule(callerOf(request), request.body);
+      setEtag(reply, created.version);
+      return reply.code(201).header('location', `/v1/routing/rules/${created.id}`).send(created);
+    },
+  );
 
-  r.get('/v1/routing/rules', {
-    schema: { tags, summary: 'List routing rules in the order routing tries them', querystring: routingRuleListQuery, response: { 200: routingRulePage, ...errors } },
-  }, async (request) => routing.listRules(callerOf(request), request.query));
+  r.get(
+    '/v1/routing/rules',
+    {
+      schema: {
+        tags,
+        summary: 'List routing rules in the order routing tries them',
+        querystring: routingRuleListQuery,
+        response: { 200: routingRulePage, ...errors },
+      },
+    },
+    async (request) => rules.listRules(callerOf(request), request.query),
+  );
 
-  r.get('/v1/routing/rules/:id', {
-    schema: { tags, summary: 'Get a routing rule', params: idParams, response: { 200: routingRule, ...errors } },
-  }, async (request, reply) => {
-    const found = await routing.getRule(callerOf(request), request.params.id);
-    setEtag(reply, found.version);
-    return found;
-  });
+  r.get(
+    '/v1/routing/rules/:id',
+    {
+      schema: { tags, summary: 'Get a routing rule', params: idParams, response: { 200: routingRule, ...errors } },
+    },
+    async (request, reply) => {
+      const found = await rules.getRule(callerOf(request), request.params.id);
+      setEtag(reply, found.version);
+      return found;
+    },
+  );
 
-  r.patch('/v1/routing/rules/:id', {
-    schema: { tags, summary: 'Update a routing rule (JSON merge patch; If-Match optional)', params: idParams, body: routingRulePatch, response: { 200: routingRule, ...errors } },
-  }, async (request, reply) => {
-    const updated = await routing.updateRule(callerOf(request), request.params.id, request.body, ifMatchVersion(request));
-    setEtag(reply, updated.version);
-    return updated;
-  });
+  r.patch(
+    '/v1/routing/rules/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a routing rule (JSON merge patch; If-Match optional)',
+        params: idParams,
+        body: routingRulePatch,
+        response: { 200: routingRule, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const updated = await rules.updateRule(
+        callerOf(request),
+        request.params.id,
+        request.body,
+        ifMatchVersion(request),
+      );
+      setEtag(reply, updated.version);
+      return updated;
+    },
+  );
 
-  r.delete('/v1/routing/rules/:id', {
-    schema: { tags, summary: 'Delete a routing rule', params: idParams, response: { 200: deleted, ...errors } },
-  }, async (request) => routing.deleteRule(callerOf(request), request.params.id, ifMatchVersion(request)));
+  r.delete(
+    '/v1/routing/rules/:id',
+    {
+      schema: { tags, summary: 'Delete a routing rule', params: idParams, response: { 200: deleted, ...errors } },
+    },
+    async (request) => rules.deleteRule(callerOf(request), request.params.id, ifMatchVersion(request)),
+  );
 
-  r.get('/v1/routing/settings', {
-    schema: { tags, summary: 'The team default: who gets a lead no rule takes', response: { 200: routingSettings, ...errors } },
-  }, async (request, reply) => {
-    const settings = await routing.getSettings(callerOf(request));
-    setEtag(reply, settings.version);
-    return settings;
-  });
+  r.get(
+    '/v1/routing/settings',
+    {
+      schema: {
+        tags,
+        summary: 'The team default: who gets a lead no rule takes',
+        response: { 200: routingSettings, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const settings = await rules.getSettings(callerOf(request));
+      setEtag(reply, settings.version);
+      return settings;
+    },
+  );
 
-  r.put('/v1/routing/settings', {
-    schema: { tags, summary: 'Replace the team default (If-Match optional)', body: routingSettingsPut, response: { 200: routingSettings, ...errors } },
-  }, async (request, reply) => {
-    const settings = await routing.putSettings(callerOf(request), request.body, ifMatchVersion(request));
-    setEtag(reply, settings.version);
-    return settings;
-  });
+  r.put(
+    '/v1/routing/settings',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the team default (If-Match optional)',
+        body: routingSettingsPut,
+        response: { 200: routingSettings, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const settings = await rules.putSettings(callerOf(request), request.body, ifMatchVersion(request));
+      setEtag(reply, settings.version);
+      return settings;
+    },
+  );
 
-  r.post('/v1/routing/preview', {
-    schema: { tags, summary: 'Who would get this lead (a lead body, or { leadId }); assigns nobody', body: routingPreviewBody, response: { 200: routingDecision, ...errors } },
-  }, async (request) => routing.preview(callerOf(request), request.body));
+  r.post(
+    '/v1/routing/preview',
+    {
+      schema: {
+        tags,
+        summary: 'Who would get this lead (a lead body, or { leadId }); assigns nobody',
+        body: routingPreviewBody,
+        response: { 200: routingDecision, ...errors },
+      },
+    },
+    async (request) => routing.preview(callerOf(request), request.body),
+  );
 }

@@ -11,19 +11,36 @@ const tags = ['scoring'];
 export async function scoringRoutes(app: FastifyInstance, { scoring }: { scoring: ScoringService }) {
   const r = typed(app);
 
-  r.get('/v1/scoring/config', {
-    schema: { tags, summary: 'The scoring configuration (the documented defaults until changed)', response: { 200: scoringConfig, ...errors } },
-  }, async (request, reply) => {
-    const config = await scoring.get(callerOf(request));
-    setEtag(reply, config.version);
-    return config;
-  });
+  r.get(
+    '/v1/scoring/config',
+    {
+      schema: {
+        tags,
+        summary: 'The scoring configuration (the documented defaults until changed)',
+        response: { 200: scoringConfig, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const config = await scoring.get(callerOf(request));
+      setEtag(reply, config.version);
+      return config;
+    },
+  );
 
-  r.put('/v1/scoring/config', {
-    schema: { tags, summary: 'Replace the scoring configuration; existing leads are rescored in the background', body: scoringConfigInput, response: { 200: scoringConfig, ...errors } },
-  }, async (request, reply) => {
-    const config = await scoring.put(callerOf(request), request.body, ifMatchVersion(request));
-    setEtag(reply, config.version);
-    return config;
-  });
+  r.put(
+    '/v1/scoring/config',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the scoring configuration; existing leads are rescored in the background',
+        body: scoringConfigInput,
+        response: { 200: scoringConfig, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const config = await scoring.put(callerOf(request), request.body, ifMatchVersion(request));
+      setEtag(reply, config.version);
+      return config;
+    },
+  );
 }

@@ -25,23 +25,42 @@ export class MediaSummarySubscriber {
   ) {}
 
   async start(): Promise<void> {
-    this.subscription = await this.deps.bus.subscribe(['media.media.changed'], { durable: DURABLE }, (m) => this.apply(m.payload, m.requestId));
+    this.subscription = await this.deps.bus.subscribe(['media.media.changed'], { durable: DURABLE }, (m) =>
+      this.apply(m.payload, m.requestId),
+    );
   }
 
   async stop(): Promise<void> {
     await this.subscription?.stop();
+    this.subscription = undefined;
   }
 
   async apply(event: EventPayload<'media.media.changed'>, requestId?: string): Promise<void> {
     const now = this.deps.clock().toISOString();
-    const updated = await this.deps.listings.setMediaSummary(event.accountId, event.listingId, event.summary, event.version, now, (next) =>
-      outboxEntry('listings.listing.updated', { accountId: event.accountId, listingId: next.id, version: next.version, occurredAt: now, listing: next }, requestId),
+    const updated = await this.deps.listings.setMediaSummary(
+      event.accountId,
+      event.listingId,
+      event.summary,
+      event.version,
+      now,
+      (next) =>
+        outboxEntry(
+          'listings.listing.updated',
+          { accountId: event.accountId, listingId: next.id, version: next.version, occurredAt: now, listing: next },
+          requestId,
+        ),
     );
     if (!updated) {
-      this.deps.log.debug({ listingId: event.listingId, mediaRevision: event.version, requestId }, 'media summary not applied: listing gone or summary not newer');
+      this.deps.log.debug(
+        { listingId: event.listingId, mediaRevision: event.version, requestId },
+        'media summary not applied: listing gone or summary not newer',
+      );
       return;
     }
     this.deps.outbox.kick();
-    this.deps.log.debug({ listingId: updated.id, version: updated.version, mediaRevision: event.version, requestId }, 'media summary applied');
+    this.deps.log.debug(
+      { listingId: updated.id, version: updated.version, mediaRevision: event.version, requestId },
+      'media summary applied',
+    );
   }
 }

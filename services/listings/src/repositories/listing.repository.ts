@@ -1,6 +1,12 @@
 import type { Listing, ListingMediaSummary } from '@estate/contracts/listings';
 import { notDeleted, updateWithOutbox, withOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
-import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
+import {
+  updateVersioned,
+  type DocumentCollection,
+  type DocumentStore,
+  type Filter,
+  type FindOptions,
+} from '@estate/store';
 import type { IndexedListing } from '@estate/search';
 
 /**
@@ -13,15 +19,32 @@ export interface AppliedItem {
   action: 'created' | 'updated';
 }
 
+/** A listing with the bulk items already applied to it. */
+export interface ListingWithApplied {
+  listing: Listing;
+  applied: AppliedItem[];
+}
+
 /** A listing as stored: the public shape plus the owning account, the unique feed key and the bulk items applied. */
-export type ListingDoc = Listing & OutboxDoc & { accountId: string; externalKey?: string; _applied?: AppliedItem[]; _mediaRevision?: number };
+export type ListingDoc = Listing &
+  OutboxDoc & { accountId: string; externalKey?: string; _applied?: AppliedItem[]; _mediaRevision?: number };
 
 export const LISTINGS_COLLECTION = 'listings';
 
 /** A listing that changes this often while a media summary is applied is left to the event's redelivery. */
 const MEDIA_SUMMARY_ATTEMPTS = 10;
 
-const FIELDS_REPLACED_ON_UPDATE = ['externalId', 'source', 'mlsNumber', 'externalKey', 'status', 'pricing', 'propertyDetails', 'location', 'listedAt'] as const;
+const FIELDS_REPLACED_ON_UPDATE = [
+  'externalId',
+  'source',
+  'mlsNumber',
+  'externalKey',
+  'status',
+  'pricing',
+  'propertyDetails',
+  'location',
+  'listedAt',
+] as const;
 
 function toListing(doc: ListingDoc): Listing {
   const { accountId, externalKey, _applied, _mediaRevision, ...rest } = withoutOutbox(doc);
@@ -45,8 +68,16 @@ export class ListingRepository {
     return new ListingRepository(col);
   }
 
-  async insert(accountId: string, listing: Listing, externalKey: string | undefined, event: OutboxEntry, applied?: AppliedItem[]): Promise<Listing> {
-    await this.collection.insertOne(storable({ ...listing, accountId, externalKey, _applied: applied, ...withOutbox(event) }) as ListingDoc);
+  async insert(
+    accountId: string,
+    listing: Listing,
+    externalKey: string | undefined,
+    event: OutboxEntry,
+    applied?: AppliedItem[],
+  ): Promise<Listing> {
+    await this.collection.insertOne(
+      storable({ ...listing, accountId, externalKey, _applied: applied, ...withOutbox(event) }) as ListingDoc,
+    );
     return listing;
   }
 
@@ -56,7 +87,10 @@ export class ListingRepository {
   }
 
   /** The listing with the bulk items already applied to it, by id or by feed key. */
-  async findWithApplied(accountId: string, by: { id: string } | { externalKey: string }): Promise<{ listing: Listing; applied: AppliedItem[] } | null> {
+  async findWithApplied(
+    accountId: string,
+    by: { id: string } | { externalKey: string },
+  ): Promise<ListingWithApplied | null> {
     const doc = await this.collection.findOne({ ...by, accountId, ...notDeleted });
     return doc ? { listing: toListing(doc), applied: doc._applied ?? [] } : null;
   }
@@ -79,7 +113,11 @@ export class ListingRepository {
     applied?: AppliedItem[],
   ): Promise<Listing | null> {
     const next = storable({ ...listing, externalKey }) as Record<string, unknown>;
-    const $set: Record<string, unknown> = { version: listing.version, updatedAt: listing.updatedAt, ...(applied ? { _applied: applied } : {}) };
+    const $set: Record<string, unknown> = {
+      version: listing.version,
+      updatedAt: listing.updatedAt,
+      ...(applied ? { _applied: applied } : {}),
+    };
     const $unset: Record<string, true> = {};
     for (const field of FIELDS_REPLACED_ON_UPDATE) {
       if (next[field] === undefined) $unset[field] = true;
@@ -96,7 +134,10 @@ export class ListingRepository {
   async tombstone(accountId: string, id: string, expectedVersion: number, event: OutboxEntry): Promise<boolean> {
     const doc = await this.collection.updateOne(
       { id, accountId, version: expectedVersion, ...notDeleted },
-      updateWithOutbox({ $set: { _deleted: true, version: expectedVersion + 1 }, $unset: { externalKey: true } }, event),
+      updateWithOutbox(
+        { $set: { _deleted: true, version: expectedVersion + 1 }, $unset: { externalKey: true } },
+        event,
+      ),
     );
     return doc !== null;
   }
@@ -115,17 +156,25 @@ export class ListingRepository {
     now: string,
     eventFor: (next: Listing) => OutboxEntry,
   ): Promise<Listing | null> {
-    for (let attempt = 0; attempt < MEDIA_SUMMARY_ATTEMPTS; attempt++) {
-      const doc = await this.collection.findOne({ id, accountId, ...notDeleted });
-      if (!doc || (doc._mediaRevision ?? 0) >= revision) return null;
-      const next: Listing = { ...toListing(doc), media, version: doc.version + 1, updatedAt: now };
-      const saved = await this.collection.updateOne(
-        { id, accountId, version: doc.version, ...notDeleted },
-        updateWithOutbox({ $set: { media, _mediaRevision: revision, version: next.version, updatedAt: now } }, eventFor(next)),
-      );
-      if (saved) return next;
-    }
-    throw new Error(`listing ${id} kept changing while its media summary was applied; the event is redelivered`);
+    const outcome = await updateVersioned<ListingDoc | null, { applied: Listing | null }>({
+      what: 'listing',
+      attempts: MEDIA_SUMMARY_ATTEMPTS,
+      read: () => this.collection.findOne({ id, accountId, ...notDeleted }),
+      versionOf: (doc) => doc?.version ?? 0,
+      write: async (doc) => {
+        if (!doc || (doc._mediaRevision ?? 0) >= revision) return { applied: null };
+        const next: Listing = { ...toListing(doc), media, version: doc.version + 1, updatedAt: now };
+        const saved = await this.collection.updateOne(
+          { id, accountId, version: doc.version, ...notDeleted },
+          updateWithOutbox(
+            { $set: { media, _mediaRevision: revision, version: next.version, updatedAt: now } },
+            eventFor(next),
+          ),
+        );
+        return saved ? { applied: next } : null;
+      },
+    });
+    return outcome.applied;
   }
 
   async find(filter: Filter, options: FindOptions): Promise<Listing[]> {
@@ -140,7 +189,10 @@ export class ListingRepository {
   async *scan(batchSize = 1000): AsyncIterable<IndexedListing[]> {
     let after: string | undefined;
     for (;;) {
-      const docs = await this.collection.find({ ...(after ? { id: { $gt: after } } : {}), ...notDeleted }, { sort: { id: 1 }, limit: batchSize });
+      const docs = await this.collection.find(
+        { ...(after ? { id: { $gt: after } } : {}), ...notDeleted },
+        { sort: { id: 1 }, limit: batchSize },
+      );
       if (docs.length === 0) return;
       yield docs.map((doc) => ({ accountId: doc.accountId, listing: toListing(doc) }));
       after = docs[docs.length - 1].id;

@@ -1,57 +1,96 @@
 import { deleted, idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { listing, listingCreate, listingPage, listingPatch, listingSearchQuery } from '@estate/contracts/listings';
-import { callerOf } from '@estate/platform/auth';
+import { callerOf, requestContext } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { ListingsService } from '../listings.service';
+import type { SearchService } from '../search.service';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['listings'];
 
-export async function listingRoutes(app: FastifyInstance, { service }: { service: ListingsService }) {
+export async function listingRoutes(
+  app: FastifyInstance,
+  { listings, search }: { listings: ListingsService; search: SearchService },
+) {
   const r = typed(app);
 
-  r.post('/v1/listings', {
-    schema: { tags, summary: 'Create a listing', body: listingCreate, response: { 201: listing, ...errors } },
-  }, async (request, reply) => {
-    const created = await service.create({ who: callerOf(request), requestId: request.id }, request.body);
-    setEtag(reply, created.version);
-    return reply.code(201).header('location', `/v1/listings/${created.id}`).send(created);
-  });
-
-  r.get('/v1/listings', {
-    schema: { tags, summary: 'Search listings: filters, geo, full text, facets (served by the search index)', querystring: listingSearchQuery, response: { 200: listingPage, ...errors } },
-  }, async (request, reply) => {
-    const { page, indexMs } = await service.search(callerOf(request), request.query);
-    // The index's own time, so that what our layers add can be told apart (browsers' dev tools show it).
-    reply.header('server-timing', `index;dur=${indexMs.toFixed(1)}`);
-    return page;
-  });
-
-  r.get('/v1/listings/:id', {
-    schema: { tags, summary: 'Get a listing', params: idParams, response: { 200: listing, ...errors } },
-  }, async (request, reply) => {
-    const found = await service.get(callerOf(request), request.params.id);
-    setEtag(reply, found.version);
-    return found;
-  });
-
-  r.patch('/v1/listings/:id', {
-    schema: {
-      tags,
-      summary: 'Update a listing (JSON merge patch; If-Match optional)',
-      params: idParams,
-      body: listingPatch,
-      response: { 200: listing, ...errors },
+  r.post(
+    '/v1/listings',
+    {
+      schema: { tags, summary: 'Create a listing', body: listingCreate, response: { 201: listing, ...errors } },
     },
-  }, async (request, reply) => {
-    const updated = await service.update({ who: callerOf(request), requestId: request.id }, request.params.id, request.body, ifMatchVersion(request));
-    setEtag(reply, updated.version);
-    return updated;
-  });
+    async (request, reply) => {
+      const created = await listings.create(requestContext(request), request.body);
+      setEtag(reply, created.version);
+      return reply.code(201).header('location', `/v1/listings/${created.id}`).send(created);
+    },
+  );
 
-  r.delete('/v1/listings/:id', {
-    schema: { tags, summary: 'Delete a listing and its media', params: idParams, response: { 200: deleted, ...errors } },
-  }, async (request) => service.remove({ who: callerOf(request), requestId: request.id }, request.params.id, ifMatchVersion(request)));
+  r.get(
+    '/v1/listings',
+    {
+      schema: {
+        tags,
+        summary: 'Search listings: filters, geo, full text, facets (served by the search index)',
+        querystring: listingSearchQuery,
+        response: { 200: listingPage, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { page, indexMs } = await search.search(callerOf(request), request.query);
+      // The index's own time, so that what our layers add can be told apart (browsers' dev tools show it).
+      reply.header('server-timing', `index;dur=${indexMs.toFixed(1)}`);
+      return page;
+    },
+  );
+
+  r.get(
+    '/v1/listings/:id',
+    {
+      schema: { tags, summary: 'Get a listing', params: idParams, response: { 200: listing, ...errors } },
+    },
+    async (request, reply) => {
+      const found = await listings.get(callerOf(request), request.params.id);
+      setEtag(reply, found.version);
+      return found;
+    },
+  );
+
+  r.patch(
+    '/v1/listings/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Update a listing (JSON merge patch; If-Match optional)',
+        params: idParams,
+        body: listingPatch,
+        response: { 200: listing, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const updated = await listings.update(
+        requestContext(request),
+        request.params.id,
+        request.body,
+        ifMatchVersion(request),
+      );
+      setEtag(reply, updated.version);
+      return updated;
+    },
+  );
+
+  r.delete(
+    '/v1/listings/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a listing and its media',
+        params: idParams,
+        response: { 200: deleted, ...errors },
+      },
+    },
+    async (request) => listings.remove(requestContext(request), request.params.id, ifMatchVersion(request)),
+  );
 }

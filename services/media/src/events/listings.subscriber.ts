@@ -1,5 +1,5 @@
 import type { Bus, Subscription } from '@estate/bus';
-import type { MediaProcessingService } from '../media-processing.service';
+import type { ListingProjectionService } from '../listing-projection.service';
 
 const DURABLE = 'media-listings';
 
@@ -8,9 +8,21 @@ const DURABLE = 'media-listings';
  * account owns each (so an upload needs no call to the listings service), and the cascade when
  * one is deleted. Handlers are idempotent: an event seen twice or late changes nothing.
  */
-export function subscribeListings(bus: Bus, processing: MediaProcessingService): Promise<Subscription> {
-  return bus.subscribe(['listings.listing.created', 'listings.listing.updated', 'listings.listing.deleted'], { durable: DURABLE }, async (m) => {
-    if (m.subject === 'listings.listing.deleted') await processing.listingDeleted(m.payload);
-    else await processing.listingChanged(m.payload);
-  });
+export class ListingsSubscriber {
+  private subscription: Subscription | undefined;
+
+  constructor(private readonly deps: { bus: Bus; listings: ListingProjectionService }) {}
+
+  async start(): Promise<void> {
+    const subjects = ['listings.listing.created', 'listings.listing.updated', 'listings.listing.deleted'] as const;
+    this.subscription = await this.deps.bus.subscribe(subjects, { durable: DURABLE }, async (m) => {
+      if (m.subject === 'listings.listing.deleted') await this.deps.listings.listingDeleted(m.payload);
+      else await this.deps.listings.listingChanged(m.payload);
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.subscription?.stop();
+    this.subscription = undefined;
+  }
 }

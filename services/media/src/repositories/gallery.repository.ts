@@ -1,5 +1,11 @@
 import { updateWithOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
-import { DuplicateKeyError, type DocumentCollection, type DocumentStore, type Filter } from '@estate/store';
+import {
+  DuplicateKeyError,
+  updateVersioned,
+  type DocumentCollection,
+  type DocumentStore,
+  type Filter,
+} from '@estate/store';
 import { visibleItems, type MediaItem } from '../gallery.rules';
 
 /**
@@ -28,21 +34,19 @@ export type GalleryDoc = Gallery & OutboxDoc;
 export type GalleryChange = Partial<Pick<Gallery, 'items' | 'trash' | 'listingVersion' | 'listingDeleted'>>;
 
 /** What a read-decide-write step decided: a change (with its event and what to answer), or nothing to do. */
-export type Decision<R> = { change: GalleryChange; event?: (version: number) => OutboxEntry; result: (saved: Gallery) => R } | { done: R };
+export type Decision<R> =
+  { change: GalleryChange; event?: (version: number) => OutboxEntry; result: (saved: Gallery) => R } | { done: R };
 
 export const GALLERIES_COLLECTION = 'media_galleries';
 
-/** A compare-and-set that keeps losing this often means the listing's media is under a storm of changes. */
-const MAX_ATTEMPTS = 60;
+/**
+ * Compare-and-set attempts before a gallery change gives up (409): uploads racing for the last
+ * free slots of one listing must all get their answer (201 or 409 `media_limit_reached`).
+ */
+export const GALLERY_CHANGE_ATTEMPTS = 60;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export class ConcurrentChangeError extends Error {
-  constructor(listingId: string) {
-    super(`the media of listing ${listingId} kept changing; gave up after ${MAX_ATTEMPTS} attempts`);
-    this.name = 'ConcurrentChangeError';
-  }
-}
+/** What the errors of a gallery compare-and-set call the thing that changed. */
+export const GALLERY_WHAT = "listing's media";
 
 /** Bookkeeping that is not part of what a client sees of an item. */
 const UNVERSIONED = new Set(['version', 'updatedAt', 'since']);
@@ -77,14 +81,19 @@ function versioned(before: readonly MediaItem[], after: readonly MediaItem[], no
 
 /** Optional fields are absent in storage, never null (the MongoDB driver would store `undefined` as null). */
 function compact(item: MediaItem): MediaItem {
-  return Object.fromEntries(Object.entries(item).filter(([, v]) => v !== undefined && v !== null)) as unknown as MediaItem;
+  return Object.fromEntries(
+    Object.entries(item).filter(([, v]) => v !== undefined && v !== null),
+  ) as unknown as MediaItem;
 }
 
 export class GalleryRepository {
   private constructor(readonly collection: DocumentCollection<GalleryDoc>) {}
 
   static async open(store: DocumentStore): Promise<GalleryRepository> {
-    const col = await store.collection<GalleryDoc>(GALLERIES_COLLECTION, [{ fields: { accountId: 1 } }, { fields: { _outboxPending: 1 } }]);
+    const col = await store.collection<GalleryDoc>(GALLERIES_COLLECTION, [
+      { fields: { accountId: 1 } },
+      { fields: { _outboxPending: 1 } },
+    ]);
     return new GalleryRepository(col);
   }
 
@@ -114,7 +123,12 @@ export class GalleryRepository {
    * event (built from the new version) in the same single-document write. Null when someone else
    * wrote first.
    */
-  async save(current: Gallery, change: GalleryChange, now: string, event?: (version: number) => OutboxEntry): Promise<Gallery | null> {
+  async save(
+    current: Gallery,
+    change: GalleryChange,
+    now: string,
+    event?: (version: number) => OutboxEntry,
+  ): Promise<Gallery | null> {
     const version = current.version + 1;
     const $set: Record<string, unknown> = { version, updatedAt: now };
     const $unset: Record<string, true> = {};
@@ -125,25 +139,33 @@ export class GalleryRepository {
       else $set[field] = value;
     }
     const update = { $set, ...(Object.keys($unset).length > 0 ? { $unset } : {}) };
-    const doc = await this.collection.updateOne({ id: current.id, version: current.version }, event ? updateWithOutbox(update, event(version)) : update);
+    const doc = await this.collection.updateOne(
+      { id: current.id, version: current.version },
+      event ? updateWithOutbox(update, event(version)) : update,
+    );
     return doc ? (withoutOutbox(doc) as Gallery) : null;
   }
 
   /**
    * Read-decide-write until the write wins: `decide` sees the current gallery and returns the
-   * change (or null for "nothing to do"). Errors thrown by `decide` end the loop.
+   * change, or `done` for "nothing to write". Errors thrown by `decide` end the loop; a change
+   * that keeps losing to other writers ends in 409 `conflict`.
    */
   async mutate<R>(listingId: string, decide: (gallery: Gallery | null) => Decision<R>, now: () => string): Promise<R> {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const current = await this.get(listingId);
-      const decision = decide(current);
-      if ('done' in decision) return decision.done;
-      if (!current) throw new Error('a gallery change needs an existing gallery');
-      const saved = await this.save(current, decision.change, now(), decision.event);
-      if (saved) return decision.result(saved);
-      // Lost the race: back off a little (randomised, so racing writers spread out) and decide again.
-      await sleep(Math.random() * Math.min(2 + attempt * 2, 25));
-    }
-    throw new ConcurrentChangeError(listingId);
+    // Wrapped, so a result that is itself null is not taken for a lost race.
+    const outcome = await updateVersioned<Gallery | null, { value: R }>({
+      what: GALLERY_WHAT,
+      attempts: GALLERY_CHANGE_ATTEMPTS,
+      read: () => this.get(listingId),
+      versionOf: (gallery) => gallery?.version ?? 0,
+      write: async (current) => {
+        const decision = decide(current);
+        if ('done' in decision) return { value: decision.done };
+        if (!current) throw new Error('a gallery change needs an existing gallery');
+        const saved = await this.save(current, decision.change, now(), decision.event);
+        return saved ? { value: decision.result(saved) } : null;
+      },
+    });
+    return outcome.value;
   }
 }

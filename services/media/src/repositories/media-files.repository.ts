@@ -15,7 +15,10 @@ export interface RenderedFile {
 
 const TOKEN = /^[A-Za-z0-9_-]{22}$/;
 
-/** 128 random bits: the public file URLs need no key, so they must not be guessable. */
+/**
+ * 128 random bits: a storage key and the secret of keyless public URLs, not an entity id, so not `newId`
+ * (whose time prefix would say when the photo was uploaded).
+ */
 export function newFileToken(): string {
   return randomBytes(16).toString('base64url');
 }
@@ -28,12 +31,14 @@ function keyOf(token: string, name: string): string {
   return `media/${token}/${name}`;
 }
 
-const renditionName = (rendition: Rendition, format: FileFormat) => (rendition === 'original' ? 'original' : `${rendition}.${format}`);
+const renditionName = (rendition: Rendition, format: FileFormat) =>
+  rendition === 'original' ? 'original' : `${rendition}.${format}`;
 
 /** Every name a token's files may have, for deleting them all. */
 const ALL_NAMES = ['source', 'original', 'large.jpeg', 'large.webp', 'thumb.jpeg', 'thumb.webp'];
 
-export class MediaFiles {
+/** The files of every image, in the blob store. */
+export class MediaFilesRepository {
   constructor(private readonly blobs: BlobStore) {}
 
   /** Streams an upload in; `maxBytes` cuts it off (BlobTooLargeError) without storing anything. */
@@ -46,11 +51,17 @@ export class MediaFiles {
   }
 
   async putRendition(token: string, file: RenderedFile): Promise<void> {
-    await this.blobs.put(keyOf(token, renditionName(file.rendition, file.format)), Readable.from([file.data]), { contentType: file.contentType });
+    await this.blobs.put(keyOf(token, renditionName(file.rendition, file.format)), Readable.from([file.data]), {
+      contentType: file.contentType,
+    });
   }
 
   /** A public file: `original` in its own format; `large` and `thumb` as JPEG, or WebP when asked. */
-  async open(token: string, rendition: Rendition, format: 'jpeg' | 'webp' = 'jpeg'): Promise<{ info: BlobInfo; stream: Readable } | null> {
+  async open(
+    token: string,
+    rendition: Rendition,
+    format: 'jpeg' | 'webp' = 'jpeg',
+  ): Promise<{ info: BlobInfo; stream: Readable } | null> {
     if (!TOKEN.test(token) || (rendition === 'original' && format === 'webp')) return null;
     return this.blobs.get(keyOf(token, renditionName(rendition, format)));
   }

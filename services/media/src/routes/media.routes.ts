@@ -15,13 +15,24 @@ import {
   mediaPatch,
   virtualTourCreate,
 } from '@estate/contracts/media';
-import { callerOf } from '@estate/platform/auth';
+import { callerOf, requestContext } from '@estate/platform/auth';
 import { AppError, validationError } from '@estate/platform/errors';
 import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { MediaService, UploadSession } from '../media.service';
+import type { GalleryService } from '../gallery.service';
+import type { UploadService, UploadSession } from '../upload.service';
 
-const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 413: problem, 415: problem, 422: problem };
+const errors = {
+  400: problem,
+  401: problem,
+  403: problem,
+  404: problem,
+  409: problem,
+  412: problem,
+  413: problem,
+  415: problem,
+  422: problem,
+};
 const tags = ['media'];
 
 const UPLOAD_DESCRIPTION = [
@@ -39,16 +50,24 @@ async function readParts(request: FastifyRequest, session: UploadSession): Promi
     if (part.type === 'file') {
       if (part.fieldname !== 'file') {
         part.file.resume();
-        throw new AppError('validation_failed', `Unknown file part \`${part.fieldname}\`: images go in parts named \`file\``, { errors: [{ path: part.fieldname, message: 'is not a known field' }] });
+        throw new AppError(
+          'validation_failed',
+          `Unknown file part \`${part.fieldname}\`: images go in parts named \`file\``,
+          { errors: [{ path: part.fieldname, message: 'is not a known field' }] },
+        );
       }
       await session.addFile(part.file);
       continue;
     }
     if (part.fieldname !== 'caption') {
-      throw new AppError('validation_failed', `Unknown form field \`${part.fieldname}\``, { errors: [{ path: part.fieldname, message: 'is not a known field' }] });
+      throw new AppError('validation_failed', `Unknown form field \`${part.fieldname}\``, {
+        errors: [{ path: part.fieldname, message: 'is not a known field' }],
+      });
     }
     if (part.valueTruncated) {
-      throw new AppError('validation_failed', 'The caption is too long', { errors: [{ path: 'caption', message: `must be at most ${MAX_CAPTION_LENGTH} characters` }] });
+      throw new AppError('validation_failed', 'The caption is too long', {
+        errors: [{ path: 'caption', message: `must be at most ${MAX_CAPTION_LENGTH} characters` }],
+      });
     }
     const caption = mediaCaption.safeParse(String(part.value));
     if (!caption.success) throw validationError(caption.error, ['caption'], 'The caption is not valid');
@@ -56,69 +75,138 @@ async function readParts(request: FastifyRequest, session: UploadSession): Promi
   }
 }
 
-export async function mediaRoutes(app: FastifyInstance, { service }: { service: MediaService }) {
+export async function mediaRoutes(
+  app: FastifyInstance,
+  { gallery, uploads }: { gallery: GalleryService; uploads: UploadService },
+) {
   await app.register(multipart, {
     // One more file than a listing may hold, so the 51st image meets the limit rule (409), not the parser.
-    limits: { fileSize: MAX_IMAGE_BYTES, files: MAX_IMAGES_PER_LISTING + 1, fields: MAX_IMAGES_PER_LISTING + 1, parts: 2 * MAX_IMAGES_PER_LISTING + 2, fieldSize: 8 * 1024, headerPairs: 100 },
+    limits: {
+      fileSize: MAX_IMAGE_BYTES,
+      files: MAX_IMAGES_PER_LISTING + 1,
+      fields: MAX_IMAGES_PER_LISTING + 1,
+      parts: 2 * MAX_IMAGES_PER_LISTING + 2,
+      fieldSize: 8 * 1024,
+      headerPairs: 100,
+    },
     throwFileSizeLimit: true,
   });
   const r = typed(app);
 
-  r.post('/v1/listings/:id/media', {
-    schema: {
-      tags,
-      summary: 'Upload photos (multipart) or add a virtual tour (JSON)',
-      description: UPLOAD_DESCRIPTION,
-      params: idParams,
-      // Null for multipart bodies, which the route reads as a stream.
-      body: virtualTourCreate.nullish(),
-      response: { 201: mediaItems, ...errors },
+  r.post(
+    '/v1/listings/:id/media',
+    {
+      schema: {
+        tags,
+        summary: 'Upload photos (multipart) or add a virtual tour (JSON)',
+        description: UPLOAD_DESCRIPTION,
+        params: idParams,
+        // Null for multipart bodies, which the route reads as a stream.
+        body: virtualTourCreate.nullish(),
+        response: { 201: mediaItems, ...errors },
+      },
     },
-  }, async (request, reply) => {
-    const ctx = { who: callerOf(request), requestId: request.id };
-    if (request.isMultipart()) {
-      const session = await service.beginUpload(ctx, request.params.id);
-      let items;
-      try {
-        await readParts(request, session);
-        items = await session.commit();
-      } catch (err) {
-        // The refusal is what the client needs to hear; slots a failed abort leaves are released by the sweep.
-        await session.abort().catch((abortErr: unknown) => request.log.error({ err: abortErr }, 'could not undo a refused upload'));
-        throw err;
+    async (request, reply) => {
+      const ctx = requestContext(request);
+      if (request.isMultipart()) {
+        const session = await uploads.begin(ctx, request.params.id);
+        let items;
+        try {
+          await readParts(request, session);
+          items = await session.commit();
+        } catch (err) {
+          // The refusal is what the client needs to hear; slots a failed abort leaves are released by the sweep.
+          await session
+            .abort()
+            .catch((abortErr: unknown) => request.log.error({ err: abortErr }, 'could not undo a refused upload'));
+          throw err;
+        }
+        return reply.code(201).send({ items });
       }
-      return reply.code(201).send({ items });
-    }
-    if (!request.body) throw new AppError('validation_failed', 'Send image files as multipart/form-data, or a virtual tour as JSON');
-    const tour = await service.addTour(ctx, request.params.id, request.body);
-    return reply.code(201).send({ items: [tour] });
-  });
+      if (!request.body)
+        throw new AppError('validation_failed', 'Send image files as multipart/form-data, or a virtual tour as JSON');
+      const tour = await gallery.addTour(ctx, request.params.id, request.body);
+      return reply.code(201).send({ items: [tour] });
+    },
+  );
 
-  r.get('/v1/listings/:id/media', {
-    schema: { tags, summary: 'The listing\'s media, in order', params: idParams, querystring: mediaListQuery, response: { 200: mediaPage, ...errors } },
-  }, async (request) => service.list(callerOf(request), request.params.id, request.query));
+  r.get(
+    '/v1/listings/:id/media',
+    {
+      schema: {
+        tags,
+        summary: "The listing's media, in order",
+        params: idParams,
+        querystring: mediaListQuery,
+        response: { 200: mediaPage, ...errors },
+      },
+    },
+    async (request) => gallery.list(callerOf(request), request.params.id, request.query),
+  );
 
-  r.put('/v1/listings/:id/media/order', {
-    schema: { tags, summary: 'Reorder: every media id of the listing (tours included), each once', params: idParams, body: mediaOrder, response: { 200: mediaItems, ...errors } },
-  }, async (request) => ({ items: await service.reorder({ who: callerOf(request), requestId: request.id }, request.params.id, request.body.mediaIds) }));
+  r.put(
+    '/v1/listings/:id/media/order',
+    {
+      schema: {
+        tags,
+        summary: 'Reorder: every media id of the listing (tours included), each once',
+        params: idParams,
+        body: mediaOrder,
+        response: { 200: mediaItems, ...errors },
+      },
+    },
+    async (request) => ({
+      items: await gallery.reorder(requestContext(request), request.params.id, request.body.mediaIds),
+    }),
+  );
 
-  r.get('/v1/listings/:id/media/:mediaId', {
-    schema: { tags, summary: 'One media item', params: mediaParams, response: { 200: media, ...errors } },
-  }, async (request, reply) => {
-    const found = await service.get(callerOf(request), request.params.id, request.params.mediaId);
-    setEtag(reply, found.version);
-    return found;
-  });
+  r.get(
+    '/v1/listings/:id/media/:mediaId',
+    {
+      schema: { tags, summary: 'One media item', params: mediaParams, response: { 200: media, ...errors } },
+    },
+    async (request, reply) => {
+      const found = await gallery.get(callerOf(request), request.params.id, request.params.mediaId);
+      setEtag(reply, found.version);
+      return found;
+    },
+  );
 
-  r.patch('/v1/listings/:id/media/:mediaId', {
-    schema: { tags, summary: 'Change the caption or make an image primary (merge patch; If-Match optional)', params: mediaParams, body: mediaPatch, response: { 200: media, ...errors } },
-  }, async (request, reply) => {
-    const updated = await service.update({ who: callerOf(request), requestId: request.id }, request.params.id, request.params.mediaId, request.body, ifMatchVersion(request));
-    setEtag(reply, updated.version);
-    return updated;
-  });
+  r.patch(
+    '/v1/listings/:id/media/:mediaId',
+    {
+      schema: {
+        tags,
+        summary: 'Change the caption or make an image primary (merge patch; If-Match optional)',
+        params: mediaParams,
+        body: mediaPatch,
+        response: { 200: media, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const updated = await gallery.update(
+        requestContext(request),
+        request.params.id,
+        request.params.mediaId,
+        request.body,
+        ifMatchVersion(request),
+      );
+      setEtag(reply, updated.version);
+      return updated;
+    },
+  );
 
-  r.delete('/v1/listings/:id/media/:mediaId', {
-    schema: { tags, summary: 'Delete a media item and its files', params: mediaParams, response: { 200: deleted, ...errors } },
-  }, async (request) => service.remove({ who: callerOf(request), requestId: request.id }, request.params.id, request.params.mediaId, ifMatchVersion(request)));
+  r.delete(
+    '/v1/listings/:id/media/:mediaId',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a media item and its files',
+        params: mediaParams,
+        response: { 200: deleted, ...errors },
+      },
+    },
+    async (request) =>
+      gallery.remove(requestContext(request), request.params.id, request.params.mediaId, ifMatchVersion(request)),
+  );
 }

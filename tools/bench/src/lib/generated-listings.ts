@@ -55,12 +55,21 @@ export function generateListing(i: number, rnd: () => number): Listing {
       features: [pick(WORDS), pick(WORDS)],
     },
     location: {
-      address: { street: `${1 + Math.floor(rnd() * 9000)} ${pick(WORDS)} St`, city: place.city, stateOrProvince: place.state, postalCode: String(10000 + Math.floor(rnd() * 89999)), country: 'US' },
+      address: {
+        street: `${1 + Math.floor(rnd() * 9000)} ${pick(WORDS)} St`,
+        city: place.city,
+        stateOrProvince: place.state,
+        postalCode: String(10000 + Math.floor(rnd() * 89999)),
+        country: 'US',
+      },
       latitude: place.lat + (rnd() - 0.5) * 0.6,
       longitude: place.lng + (rnd() - 0.5) * 0.6,
     },
     media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
-    listedAt: status === 'coming_soon' || status === 'active' || rnd() < 0.7 ? new Date(created + 86_400_000).toISOString() : null,
+    listedAt:
+      status === 'coming_soon' || status === 'active' || rnd() < 0.7
+        ? new Date(created + 86_400_000).toISOString()
+        : null,
     version: 1,
     createdAt: new Date(created).toISOString(),
     updatedAt: new Date(created + Math.floor(rnd() * 90 * 86_400_000)).toISOString(),

@@ -91,7 +91,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const responses = Object.values(result.statusCodeStats).reduce((n, s) => n + s.count, 0);
   return {
     durationSec: result.duration,
-    rps: { mean: round(result.requests.mean, 1), stddev: round(result.requests.stddev, 1), min: result.requests.min, max: result.requests.max },
+    rps: {
+      mean: round(result.requests.mean, 1),
+      stddev: round(result.requests.stddev, 1),
+      min: result.requests.min,
+      max: result.requests.max,
+    },
     requests: responses,
     latencyMs: roundLatency(latencies.summary()),
     bytesPerResponse: responses > 0 ? Math.round((result.throughput.total ?? 0) / responses) : 0,
@@ -104,7 +109,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 }
 
 function roundLatency(l: LatencySummary): LatencySummary {
-  return { mean: round(l.mean, 3), p50: round(l.p50, 3), p90: round(l.p90, 3), p99: round(l.p99, 3), max: round(l.max, 3) };
+  return {
+    mean: round(l.mean, 3),
+    p50: round(l.p50, 3),
+    p90: round(l.p90, 3),
+    p99: round(l.p99, 3),
+    max: round(l.max, 3),
+  };
 }
 
 /** The autocannon version in use, for the record. */

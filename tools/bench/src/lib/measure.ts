@@ -15,19 +15,42 @@ function cpuPct(before: ServerSample, after: ServerSample, wallMs: number): numb
 export async function measureTarget(
   ctx: ScenarioContext,
   server: ServerHandle,
-  request: { path: string; headers?: Record<string, string>; description: string; method?: 'GET' | 'POST'; vary?: LoadOptions['vary'] },
+  request: {
+    path: string;
+    headers?: Record<string, string>;
+    description: string;
+    method?: 'GET' | 'POST';
+    vary?: LoadOptions['vary'];
+  },
 ): Promise<TargetResult> {
   const { warmupSec, durationSec, connections } = ctx.settings;
   const url = `${server.origin}${request.path}`;
   const logLinesBefore = server.logLines();
 
   ctx.log(`${server.name}: warm-up ${warmupSec}s, ${connections} connections`);
-  const warm = warmupSec > 0 ? await runLoad({ url, method: request.method, headers: request.headers, vary: request.vary, connections, durationSec: warmupSec }) : undefined;
+  const warm =
+    warmupSec > 0
+      ? await runLoad({
+          url,
+          method: request.method,
+          headers: request.headers,
+          vary: request.vary,
+          connections,
+          durationSec: warmupSec,
+        })
+      : undefined;
 
   const before = await server.sample({ resetEventLoopDelay: true });
   const started = Date.now();
   ctx.log(`${server.name}: measuring ${durationSec}s`);
-  const measured = await runLoad({ url, method: request.method, headers: request.headers, vary: request.vary, connections, durationSec });
+  const measured = await runLoad({
+    url,
+    method: request.method,
+    headers: request.headers,
+    vary: request.vary,
+    connections,
+    durationSec,
+  });
   const wallMs = Date.now() - started;
   const after = await server.sample();
   ctx.log(`${server.name}: ${measured.rps.mean} req/s, p99 ${measured.latencyMs.p99} ms`);
@@ -51,7 +74,11 @@ export async function measureTarget(
       rssMbAfter: mb(after.rssBytes),
       heapUsedMbBefore: mb(before.heapUsedBytes),
       heapUsedMbAfter: mb(after.heapUsedBytes),
-      eventLoopDelayMs: { mean: round1(after.eventLoopDelay.meanMs), p99: round1(after.eventLoopDelay.p99Ms), max: round1(after.eventLoopDelay.maxMs) },
+      eventLoopDelayMs: {
+        mean: round1(after.eventLoopDelay.meanMs),
+        p99: round1(after.eventLoopDelay.p99Ms),
+        max: round1(after.eventLoopDelay.maxMs),
+      },
       logLines: server.logLines() - logLinesBefore,
     },
   };
@@ -61,13 +88,17 @@ export async function measureTarget(
 export function problemsOf(scenario: string, target: TargetResult): string[] {
   const problems: string[] = [];
   const where = `${scenario}/${target.name}`;
-  for (const [phase, r] of [['warm-up', target.warmup], ['measured run', target.measured]] as const) {
+  for (const [phase, r] of [
+    ['warm-up', target.warmup],
+    ['measured run', target.measured],
+  ] as const) {
     if (r.errors > 0) problems.push(`${where}: ${r.errors} connection errors in the ${phase}`);
     if (r.timeouts > 0) problems.push(`${where}: ${r.timeouts} timeouts in the ${phase}`);
     if (r.non2xx > 0) problems.push(`${where}: ${r.non2xx} non-2xx answers in the ${phase}`);
   }
   const codes = Object.entries(target.measured.statusCodes).filter(([code]) => !code.startsWith('2'));
   if (codes.length > 0) problems.push(`${where}: status codes ${codes.map(([c, n]) => `${c}×${n}`).join(', ')}`);
-  if (target.server.logLines > 0) problems.push(`${where}: the server printed ${target.server.logLines} log lines under load (see stderr)`);
+  if (target.server.logLines > 0)
+    problems.push(`${where}: the server printed ${target.server.logLines} log lines under load (see stderr)`);
   return problems;
 }

@@ -38,9 +38,7 @@ export interface ServerSample {
 }
 
 export type ParentMessage =
-  | { type: 'start'; spec: TargetSpec }
-  | { type: 'sample'; id: number; resetEventLoopDelay: boolean }
-  | { type: 'stop' };
+  { type: 'start'; spec: TargetSpec } | { type: 'sample'; id: number; resetEventLoopDelay: boolean } | { type: 'stop' };
 
 export type ChildMessage =
   | { type: 'ready'; port: number }

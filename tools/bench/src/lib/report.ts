@@ -38,7 +38,8 @@ export function machineInfo(loadBefore: number): MachineInfo {
   };
 }
 
-const fmt = (n: number, digits = 2): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const fmt = (n: number, digits = 2): string =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
 function row(cells: Array<string | number>): string {
   return `| ${cells.join(' | ')} |`;
@@ -50,7 +51,20 @@ function scenarioMarkdown(s: ScenarioResult): string[] {
     '',
     s.description,
     '',
-    row(['target', 'req/s mean (± sd)', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'non-2xx', 'server CPU', 'loadgen CPU', 'server RSS MB', 'event-loop p99 ms']),
+    row([
+      'target',
+      'req/s mean (± sd)',
+      'p50 ms',
+      'p90 ms',
+      'p99 ms',
+      'max ms',
+      'errors',
+      'non-2xx',
+      'server CPU',
+      'loadgen CPU',
+      'server RSS MB',
+      'event-loop p99 ms',
+    ]),
     row(Array.from({ length: 12 }, (_, i) => (i === 0 ? '---' : '---:'))),
   ];
   for (const t of s.targets) {
@@ -74,7 +88,11 @@ function scenarioMarkdown(s: ScenarioResult): string[] {
   }
   lines.push('', row(['ratio', 'value', 'goal', 'verdict']), row(['---', '---:', '---', '---']));
   for (const r of s.ratios) {
-    const goal = r.goal ? [r.goal.min !== undefined ? `≥ ${r.goal.min}` : '', r.goal.max !== undefined ? `≤ ${r.goal.max}` : ''].filter(Boolean).join(', ') : '—';
+    const goal = r.goal
+      ? [r.goal.min !== undefined ? `≥ ${r.goal.min}` : '', r.goal.max !== undefined ? `≤ ${r.goal.max}` : '']
+          .filter(Boolean)
+          .join(', ')
+      : '—';
     lines.push(row([r.name, fmt(r.value), goal, r.verdict ? `**${r.verdict}**` : '—']));
   }
   lines.push('');
@@ -91,18 +109,27 @@ export function toMarkdown(report: BenchReport): string {
     `${st.warmupSec} s warm-up (discarded) + ${st.durationSec} s measured per target · ${st.connections} connections · pipelining ${st.pipelining} · ${st.loadGenerator} in the parent process, each server in its own child process`,
     '',
     ...report.scenarios.flatMap(scenarioMarkdown),
-    report.problems.length === 0 ? 'Problems: none (no errors, timeouts or non-2xx answers).' : ['**Problems (figures suspect):**', '', ...report.problems.map((p) => `- ${p}`)].join('\n'),
+    report.problems.length === 0
+      ? 'Problems: none (no errors, timeouts or non-2xx answers).'
+      : ['**Problems (figures suspect):**', '', ...report.problems.map((p) => `- ${p}`)].join('\n'),
     '',
   ];
   return lines.join('\n');
 }
 
 /** Writes `<name>.json` and `<name>.md` (each via a temporary file, so a crash leaves the old ones whole). */
-export async function writeReport(report: BenchReport, dir: string, name: string): Promise<{ json: string; md: string }> {
+export async function writeReport(
+  report: BenchReport,
+  dir: string,
+  name: string,
+): Promise<{ json: string; md: string }> {
   await mkdir(dir, { recursive: true });
   const json = join(dir, `${name}.json`);
   const md = join(dir, `${name}.md`);
-  for (const [file, content] of [[json, `${JSON.stringify(report, null, 2)}\n`], [md, toMarkdown(report)]] as const) {
+  for (const [file, content] of [
+    [json, `${JSON.stringify(report, null, 2)}\n`],
+    [md, toMarkdown(report)],
+  ] as const) {
     await writeFile(`${file}.tmp`, content);
     await rename(`${file}.tmp`, file);
   }

@@ -92,7 +92,9 @@ export class ServerPool {
         if (message.type === 'ready') resolve(message.port);
         if (message.type === 'failed') reject(new Error(`${name} failed to start: ${message.message}`));
       });
-      child.once('exit', (code, signal) => reject(new Error(`${name} exited during start (code ${code}, signal ${signal})`)));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`${name} exited during start (code ${code}, signal ${signal})`)),
+      );
       child.once('error', reject);
     });
     send({ type: 'start', spec });
@@ -117,7 +119,10 @@ export class ServerPool {
         // A server that died under load should say so, not surface as a timeout.
         let onExit: (() => void) | undefined;
         const died = new Promise<never>((_, reject) => {
-          onExit = () => reject(new Error(`${name} (pid ${child.pid}) is gone: exit code ${child.exitCode}, signal ${child.signalCode}`));
+          onExit = () =>
+            reject(
+              new Error(`${name} (pid ${child.pid}) is gone: exit code ${child.exitCode}, signal ${child.signalCode}`),
+            );
           if (child.exitCode !== null || child.signalCode !== null) onExit();
           else child.once('exit', onExit);
         });

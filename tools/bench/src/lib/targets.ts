@@ -21,9 +21,17 @@ async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
     import('@estate/platform/logging'),
   ]);
   const log = createLogger({ service: 'embedded', level: spec.logLevel });
-  const listingIndex = spec.search?.index === 'elasticsearch' ? await elasticsearchIndex(spec.search.url, spec.search.alias) : undefined;
+  const listingIndex =
+    spec.search?.index === 'elasticsearch' ? await elasticsearchIndex(spec.search.url, spec.search.alias) : undefined;
   const product = await composeEmbedded(
-    { port: 0, host: HOST, dataDir: spec.dataDir, adminApiKey: spec.adminApiKey, rateLimitPerMinute: spec.rateLimitPerMinute, logLevel: spec.logLevel },
+    {
+      port: 0,
+      host: HOST,
+      dataDir: spec.dataDir,
+      adminApiKey: spec.adminApiKey,
+      rateLimitPerMinute: spec.rateLimitPerMinute,
+      logLevel: spec.logLevel,
+    },
     log,
     { listingIndex },
   );
@@ -38,7 +46,10 @@ async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
 }
 
 async function elasticsearchIndex(url: string, alias: string) {
-  const [{ ElasticsearchListingIndex }, { default: pino }] = await Promise.all([import('@estate/search/elasticsearch-listing.index'), import('pino')]);
+  const [{ ElasticsearchListingIndex }, { default: pino }] = await Promise.all([
+    import('@estate/search/elasticsearch-listing.index'),
+    import('pino'),
+  ]);
   return ElasticsearchListingIndex.connect(url, { alias, log: pino({ level: 'warn' }) });
 }
 
@@ -47,7 +58,10 @@ async function seedIndex(index: ListingIndex, accountId: string, count: number):
   const { generateListing, random } = await import('./generated-listings');
   const rnd = random(42);
   for (let i = 0; i < count; i += 2000) {
-    const batch = Array.from({ length: Math.min(2000, count - i) }, (_, k) => ({ accountId, listing: generateListing(i + k, rnd) }));
+    const batch = Array.from({ length: Math.min(2000, count - i) }, (_, k) => ({
+      accountId,
+      listing: generateListing(i + k, rnd),
+    }));
     await index.upsert(batch);
   }
   await index.refresh();
@@ -58,7 +72,11 @@ async function startBare(spec: BareSpec): Promise<RunningTarget> {
   const app = fastify();
   for (const route of spec.routes) {
     // Returns the object (not a pre-serialized string) so the baseline pays Fastify's usual JSON serialization.
-    app.route({ method: route.method, url: route.url, handler: async (_request, reply) => reply.code(route.status ?? 200).send(route.body) });
+    app.route({
+      method: route.method,
+      url: route.url,
+      handler: async (_request, reply) => reply.code(route.status ?? 200).send(route.body),
+    });
   }
   await app.listen({ port: 0, host: HOST });
   return { port: portOf(app.server.address()), close: () => app.close() };

@@ -36,7 +36,8 @@ interface Profile {
   stop(): Promise<void>;
 }
 
-const items = (prefix: string, n = ITEMS_PER_JOB) => Array.from({ length: n }, (_, i) => listingBody({ externalId: `${prefix}-${i}`, source: 'bench' }));
+const items = (prefix: string, n = ITEMS_PER_JOB) =>
+  Array.from({ length: n }, (_, i) => listingBody({ externalId: `${prefix}-${i}`, source: 'bench' }));
 
 async function submit(api: Api, listings: unknown[]): Promise<string> {
   const res = await expectStatus(`${api.origin}/v1/listings/bulk`, 202, {
@@ -49,13 +50,19 @@ async function submit(api: Api, listings: unknown[]): Promise<string> {
 
 /** Follows the job's event stream to its final state (as a client would), then reads the job. */
 async function finished(api: Api, jobId: string): Promise<Job> {
-  const res = await fetch(`${api.origin}/v1/jobs/${jobId}/events`, { headers: api.auth, signal: AbortSignal.timeout(30 * 60_000) });
+  const res = await fetch(`${api.origin}/v1/jobs/${jobId}/events`, {
+    headers: api.auth,
+    signal: AbortSignal.timeout(30 * 60_000),
+  });
   if (res.status !== 200) throw new Error(`GET /v1/jobs/${jobId}/events answered ${res.status}: ${await res.text()}`);
   const { events } = await readSse(res);
   const last = events.length > 0 ? (JSON.parse(events[events.length - 1].data) as JobProgress) : undefined;
   if (!last || !FINAL.includes(last.state)) throw new Error(`the event stream of ${jobId} ended before the job did`);
-  const job = JSON.parse((await expectStatus(`${api.origin}/v1/jobs/${jobId}`, 200, { headers: api.auth })).text) as Job;
-  if (job.state !== 'succeeded') throw new Error(`job ${jobId} ended ${job.state}: ${JSON.stringify(job.errors.slice(0, 3))}`);
+  const job = JSON.parse(
+    (await expectStatus(`${api.origin}/v1/jobs/${jobId}`, 200, { headers: api.auth })).text,
+  ) as Job;
+  if (job.state !== 'succeeded')
+    throw new Error(`job ${jobId} ended ${job.state}: ${JSON.stringify(job.errors.slice(0, 3))}`);
   return job;
 }
 
@@ -79,7 +86,11 @@ async function singles(api: Api, prefix: string, count: number, connections: num
   return latencies;
 }
 
-async function measure(ctx: ScenarioContext, profile: Profile, jobs: number): Promise<{ ratios: Ratio[]; problems: string[] }> {
+async function measure(
+  ctx: ScenarioContext,
+  profile: Profile,
+  jobs: number,
+): Promise<{ ratios: Ratio[]; problems: string[] }> {
   const { api } = profile;
   const label = profile.name;
   const logBefore = profile.logLines();
@@ -118,16 +129,27 @@ async function measure(ctx: ScenarioContext, profile: Profile, jobs: number): Pr
       value: round(median(jobMs)),
       note: `${runs} jobs one after another; min ${round(Math.min(...jobMs))}, max ${round(Math.max(...jobMs))}; followed on GET /v1/jobs/:id/events`,
     },
-    { name: `${label}: listings/s over ${jobs} consecutive bulk jobs`, value: round(bulkPerSec), note: `${total} listings created; all ${jobs} POSTed, then followed to succeeded` },
+    {
+      name: `${label}: listings/s over ${jobs} consecutive bulk jobs`,
+      value: round(bulkPerSec),
+      note: `${total} listings created; all ${jobs} POSTed, then followed to succeeded`,
+    },
     {
       name: `${label}: listings/s as ${total} single POST /v1/listings`,
       value: round(singlesPerSec),
       note: `${connections} concurrent clients; per call p50 ${round(percentile(singleMs, 50), 2)} ms, p99 ${round(percentile(singleMs, 99), 2)} ms`,
     },
-    { name: `${label}: bulk / single throughput`, value: round(bulkPerSec / singlesPerSec, 3), note: 'above 1: batching pays; the bulk worker applies one item at a time per replica' },
+    {
+      name: `${label}: bulk / single throughput`,
+      value: round(bulkPerSec / singlesPerSec, 3),
+      note: 'above 1: batching pays; the bulk worker applies one item at a time per replica',
+    },
   ];
   const logged = profile.logLines() - logBefore;
-  return { ratios, problems: logged > 0 ? [`bulk/${label}: the product printed ${logged} log lines while measured (see stderr)`] : [] };
+  return {
+    ratios,
+    problems: logged > 0 ? [`bulk/${label}: the product printed ${logged} log lines while measured (see stderr)`] : [],
+  };
 }
 
 async function embedded(ctx: ScenarioContext): Promise<Profile> {
@@ -139,7 +161,12 @@ async function embedded(ctx: ScenarioContext): Promise<Profile> {
     rateLimitPerMinute: RATE_LIMIT_PER_MINUTE,
     logLevel: 'warn',
   });
-  return { name: 'embedded', api: { origin: server.origin, auth: { authorization: `Bearer ${adminApiKey}` } }, logLines: () => server.logLines(), stop: () => server.stop() };
+  return {
+    name: 'embedded',
+    api: { origin: server.origin, auth: { authorization: `Bearer ${adminApiKey}` } },
+    logLines: () => server.logLines(),
+    stop: () => server.stop(),
+  };
 }
 
 async function freePort(): Promise<number> {
@@ -158,7 +185,10 @@ async function freePort(): Promise<number> {
  * `dist/`, on the engines in the environment, with databases and an index of their own that
  * are dropped afterwards.
  */
-async function distributed(ctx: ScenarioContext, engines: { mongodb: string; nats: string; elasticsearch: string }): Promise<Profile> {
+async function distributed(
+  ctx: ScenarioContext,
+  engines: { mongodb: string; nats: string; elasticsearch: string },
+): Promise<Profile> {
   const run = randomBytes(4).toString('hex');
   const root = resolve(__dirname, '..', '..', '..');
   const adminApiKey = `bench_${randomBytes(24).toString('base64url')}`;
@@ -179,7 +209,10 @@ async function distributed(ctx: ScenarioContext, engines: { mongodb: string; nat
   process.once('exit', killOnExit);
   let lines = 0;
   const start = (name: string, env: Record<string, string>) => {
-    const child = spawn(process.execPath, [join(root, 'dist', 'services', name, 'main.js')], { env: { ...common, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'dist', 'services', name, 'main.js')], {
+      env: { ...common, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     for (const stream of [child.stdout!, child.stderr!]) {
       stream.on('data', (d: Buffer) => {
         for (const line of d.toString().split('\n').filter(Boolean)) {
@@ -214,12 +247,18 @@ async function distributed(ctx: ScenarioContext, engines: { mongodb: string; nat
       await conn.close();
     }
     const indices = await fetch(`${engines.elasticsearch}/bench-${run}-listings-*`);
-    if (indices.ok) for (const index of Object.keys((await indices.json()) as object)) await fetch(`${engines.elasticsearch}/${index}`, { method: 'DELETE' });
-    const [{ connect }, { jetstreamManager }] = await Promise.all([import('@nats-io/transport-node'), import('@nats-io/jetstream')]);
+    if (indices.ok)
+      for (const index of Object.keys((await indices.json()) as object))
+        await fetch(`${engines.elasticsearch}/${index}`, { method: 'DELETE' });
+    const [{ connect }, { jetstreamManager }] = await Promise.all([
+      import('@nats-io/transport-node'),
+      import('@nats-io/jetstream'),
+    ]);
     const nc = await connect({ servers: engines.nats, name: 'bench-bulk-cleanup' });
     try {
       const jsm = await jetstreamManager(nc);
-      for await (const s of jsm.streams.list()) if (s.config.name.startsWith(`bench_${run}_`)) await jsm.streams.delete(s.config.name);
+      for await (const s of jsm.streams.list())
+        if (s.config.name.startsWith(`bench_${run}_`)) await jsm.streams.delete(s.config.name);
     } finally {
       await nc.close();
     }
@@ -240,7 +279,10 @@ async function distributed(ctx: ScenarioContext, engines: { mongodb: string; nat
   });
   const deadline = Date.now() + 60_000;
   // The gateway is not "ready" without media and leads, which bulk does not need: it only has to be up.
-  for (const url of [`http://127.0.0.1:${ports.listings}/health/ready`, `http://127.0.0.1:${ports.gateway}/health/live`]) {
+  for (const url of [
+    `http://127.0.0.1:${ports.listings}/health/ready`,
+    `http://127.0.0.1:${ports.gateway}/health/live`,
+  ]) {
     while ((await fetch(url).catch(() => undefined))?.ok !== true) {
       if (Date.now() > deadline || children.some((c) => c.exitCode !== null)) {
         await stop();
@@ -249,7 +291,12 @@ async function distributed(ctx: ScenarioContext, engines: { mongodb: string; nat
       await new Promise((r) => setTimeout(r, 200));
     }
   }
-  return { name: 'distributed', api: { origin: `http://127.0.0.1:${ports.gateway}`, auth: { authorization: `Bearer ${adminApiKey}` } }, logLines: () => lines, stop };
+  return {
+    name: 'distributed',
+    api: { origin: `http://127.0.0.1:${ports.gateway}`, auth: { authorization: `Bearer ${adminApiKey}` } },
+    logLines: () => lines,
+    stop,
+  };
 }
 
 export const bulk: Scenario = {
@@ -262,14 +309,18 @@ export const bulk: Scenario = {
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const quick = ctx.settings.mode === 'quick';
     const override = Number.parseInt(process.env.BENCH_BULK_JOBS ?? '', 10);
-    const jobsFor = (profile: 'embedded' | 'distributed') => (override > 0 ? override : quick ? SUSTAINED_JOBS.quick : SUSTAINED_JOBS[profile]);
+    const jobsFor = (profile: 'embedded' | 'distributed') =>
+      override > 0 ? override : quick ? SUSTAINED_JOBS.quick : SUSTAINED_JOBS[profile];
     const ratios: Ratio[] = [];
     const problems: string[] = [];
 
     const profiles: (() => Promise<Profile>)[] = [() => embedded(ctx)];
     const { MONGODB_URL: mongodb, NATS_URL: nats, ELASTICSEARCH_URL: elasticsearch } = process.env;
     if (mongodb && nats && elasticsearch) profiles.push(() => distributed(ctx, { mongodb, nats, elasticsearch }));
-    else ctx.log('bulk: MONGODB_URL, NATS_URL and ELASTICSEARCH_URL are not all set: the distributed profile is left out of this run');
+    else
+      ctx.log(
+        'bulk: MONGODB_URL, NATS_URL and ELASTICSEARCH_URL are not all set: the distributed profile is left out of this run',
+      );
 
     for (const open of profiles) {
       const profile = await open();

@@ -22,7 +22,10 @@ interface Api {
 }
 
 async function post(api: Api, path: string, body: unknown, status: number): Promise<unknown> {
-  const withBody = body === undefined ? {} : { headers: { ...api.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  const withBody =
+    body === undefined
+      ? {}
+      : { headers: { ...api.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) };
   const res = await expectStatus(`${api.origin}${path}`, status, { method: 'POST', headers: api.headers, ...withBody });
   return JSON.parse(res.text) as unknown;
 }
@@ -44,14 +47,24 @@ function captures(listingId: string, start: number): () => { body: string } {
   let n = start;
   return () => {
     const i = n++;
-    return { body: JSON.stringify(person(i % REPEAT_EVERY === REPEAT_EVERY - 1 ? i - (REPEAT_EVERY - 1) : i, listingId)) };
+    return {
+      body: JSON.stringify(person(i % REPEAT_EVERY === REPEAT_EVERY - 1 ? i - (REPEAT_EVERY - 1) : i, listingId)),
+    };
   };
 }
 
 function compare(label: string, product: TargetResult, bare: TargetResult, note: string): Ratio[] {
   return [
-    { name: `${label}: throughput gateway/bare`, value: round(product.measured.rps.mean / bare.measured.rps.mean), note: `req/s mean; ${note}; no goal` },
-    { name: `${label}: p99 latency gateway/bare`, value: round(product.measured.latencyMs.p99 / bare.measured.latencyMs.p99), note: 'higher is slower; no goal' },
+    {
+      name: `${label}: throughput gateway/bare`,
+      value: round(product.measured.rps.mean / bare.measured.rps.mean),
+      note: `req/s mean; ${note}; no goal`,
+    },
+    {
+      name: `${label}: p99 latency gateway/bare`,
+      value: round(product.measured.latencyMs.p99 / bare.measured.latencyMs.p99),
+      note: 'higher is slower; no goal',
+    },
   ];
 }
 
@@ -75,7 +88,8 @@ export const leads: Scenario = {
     });
     const api: Api = { origin: gateway.origin, headers: auth };
     const listing = (await post(api, '/v1/listings', listingBody(), 201)) as { id: string };
-    for (let i = 0; i < AGENTS; i++) await post(api, '/v1/agents', { name: `Agent ${i}`, email: `agent${i}@bench.example`, capacity: 1000 }, 201);
+    for (let i = 0; i < AGENTS; i++)
+      await post(api, '/v1/agents', { name: `Agent ${i}`, email: `agent${i}@bench.example`, capacity: 1000 }, 201);
 
     // Setup leads come from a range of people the measured runs never reach.
     const sample = await post(api, '/v1/leads', person(10_000_000, listing.id), 201);
@@ -104,7 +118,12 @@ export const leads: Scenario = {
     const route = () => ({ path: `/v1/leads/${nextLead()}/route` });
     const preview = () => ({ body: JSON.stringify({ leadId: nextLead() }) });
     const targets: TargetResult[] = [];
-    const measure = async (server: ServerHandle, path: string, description: string, vary: () => { path?: string; body?: string }) => {
+    const measure = async (
+      server: ServerHandle,
+      path: string,
+      description: string,
+      vary: () => { path?: string; body?: string },
+    ) => {
       // Same headers for product and baseline; only the routing call has no body.
       const headers = path.endsWith('/route') ? auth : json;
       const result = await measureTarget(ctx, server, { path, method: 'POST', headers, description, vary });
@@ -112,21 +131,55 @@ export const leads: Scenario = {
       return result;
     };
 
-    const captureGw = await measure(gateway, '/v1/leads', 'embedded profile: capture with de-duplication (every 4th a repeat), E.164, scoring, listing summary, outbox, timeline', captures(listing.id, 0));
-    const captureBare = await measure(bare, '/v1/leads', 'plain fastify(), parses the same bodies, answers the same lead', captures(listing.id, 0));
-    const routeGw = await measure(gateway, '/v1/leads/:id/route', `embedded profile: round robin over ${AGENTS} agents, capacity slot, assignment write and activity, ${ROUTING_POOL} leads in turn`, route);
-    const routeBare = await measure(bare, '/v1/leads/:id/route', 'plain fastify(), answers the same routed lead', route);
-    const previewGw = await measure(gateway, '/v1/routing/preview', 'embedded profile: the routing decision for { leadId }, nothing written', preview);
-    const previewBare = await measure(bare, '/v1/routing/preview', 'plain fastify(), answers the same decision', preview);
+    const captureGw = await measure(
+      gateway,
+      '/v1/leads',
+      'embedded profile: capture with de-duplication (every 4th a repeat), E.164, scoring, listing summary, outbox, timeline',
+      captures(listing.id, 0),
+    );
+    const captureBare = await measure(
+      bare,
+      '/v1/leads',
+      'plain fastify(), parses the same bodies, answers the same lead',
+      captures(listing.id, 0),
+    );
+    const routeGw = await measure(
+      gateway,
+      '/v1/leads/:id/route',
+      `embedded profile: round robin over ${AGENTS} agents, capacity slot, assignment write and activity, ${ROUTING_POOL} leads in turn`,
+      route,
+    );
+    const routeBare = await measure(
+      bare,
+      '/v1/leads/:id/route',
+      'plain fastify(), answers the same routed lead',
+      route,
+    );
+    const previewGw = await measure(
+      gateway,
+      '/v1/routing/preview',
+      'embedded profile: the routing decision for { leadId }, nothing written',
+      preview,
+    );
+    const previewBare = await measure(
+      bare,
+      '/v1/routing/preview',
+      'plain fastify(), answers the same decision',
+      preview,
+    );
 
     // The product must have merged the repeats: otherwise the capture figures measure the wrong thing.
-    const stored = JSON.parse((await expectStatus(`${api.origin}/v1/leads?limit=1`, 200, { headers: auth })).text) as { total: number };
+    const stored = JSON.parse((await expectStatus(`${api.origin}/v1/leads?limit=1`, 200, { headers: auth })).text) as {
+      total: number;
+    };
     const captured = captureGw.warmup.requests + captureGw.measured.requests;
     const people = ROUTING_POOL + 1 + Math.ceil((captured * (REPEAT_EVERY - 1)) / REPEAT_EVERY);
     const problems = targets.flatMap((t) => problemsOf(this.name, t));
     // Captures still in flight when autocannon stopped may or may not have landed.
     if (Math.abs(stored.total - people) > ctx.settings.connections * 2) {
-      problems.push(`leads: ${stored.total} leads stored after ${captured} captures of about ${people} different people; de-duplication is off`);
+      problems.push(
+        `leads: ${stored.total} leads stored after ${captured} captures of about ${people} different people; de-duplication is off`,
+      );
     }
 
     return {
@@ -134,7 +187,12 @@ export const leads: Scenario = {
       description: this.description,
       targets,
       ratios: [
-        ...compare('capture', captureGw, captureBare, `${round(captureGw.measured.rps.mean)} captures/s, ${stored.total} leads stored`),
+        ...compare(
+          'capture',
+          captureGw,
+          captureBare,
+          `${round(captureGw.measured.rps.mean)} captures/s, ${stored.total} leads stored`,
+        ),
         ...compare('route', routeGw, routeBare, `${round(routeGw.measured.rps.mean)} routings/s`),
         ...compare('preview', previewGw, previewBare, `${round(previewGw.measured.rps.mean)} decisions/s`),
       ],

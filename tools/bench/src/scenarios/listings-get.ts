@@ -16,7 +16,8 @@ const round = (n: number): number => Math.round(n * 1000) / 1000;
 
 export const listingsGet: Scenario = {
   name: 'listings-get',
-  description: 'GET /v1/listings/:id through the gateway edge (embedded profile, NeDB) vs bare Fastify answering the same JSON',
+  description:
+    'GET /v1/listings/:id through the gateway edge (embedded profile, NeDB) vs bare Fastify answering the same JSON',
 
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const adminApiKey = `bench_${randomBytes(24).toString('base64url')}`;
@@ -47,12 +48,22 @@ export const listingsGet: Scenario = {
     });
     const fromBare = await expectStatus(`${bare.origin}${path}`, 200, { headers: auth });
     if (fromBare.text !== fromProduct.text) {
-      throw new Error(`bare Fastify's body differs from the product's (${fromBare.text.length} vs ${fromProduct.text.length} bytes); the comparison would be unfair`);
+      throw new Error(
+        `bare Fastify's body differs from the product's (${fromBare.text.length} vs ${fromProduct.text.length} bytes); the comparison would be unfair`,
+      );
     }
 
     // Same URL path and headers for both, so request parsing costs the same.
-    const gw = await measureTarget(ctx, gateway, { path, headers: auth, description: 'embedded profile: rate limit, API-key auth, zod validation and serialization, NeDB read' });
-    const base = await measureTarget(ctx, bare, { path, headers: auth, description: 'plain fastify(), one route returning the same object' });
+    const gw = await measureTarget(ctx, gateway, {
+      path,
+      headers: auth,
+      description: 'embedded profile: rate limit, API-key auth, zod validation and serialization, NeDB read',
+    });
+    const base = await measureTarget(ctx, bare, {
+      path,
+      headers: auth,
+      description: 'plain fastify(), one route returning the same object',
+    });
 
     const throughput = gw.measured.rps.mean / base.measured.rps.mean;
     const ratios: Ratio[] = [
@@ -63,7 +74,11 @@ export const listingsGet: Scenario = {
         verdict: throughput >= MIN_THROUGHPUT_RATIO ? 'PASS' : 'BELOW TARGET',
         note: `req/s mean; goal ≥ ${MIN_THROUGHPUT_RATIO}`,
       },
-      { name: 'p99 latency gateway/bare', value: round(gw.measured.latencyMs.p99 / base.measured.latencyMs.p99), note: 'higher is slower; no goal' },
+      {
+        name: 'p99 latency gateway/bare',
+        value: round(gw.measured.latencyMs.p99 / base.measured.latencyMs.p99),
+        note: 'higher is slower; no goal',
+      },
     ];
 
     return {

@@ -39,7 +39,8 @@ function queries(kind: Kind, count: number): string[] {
   });
 }
 
-const percentile = (sorted: number[], p: number): number => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]);
+const percentile = (sorted: number[], p: number): number =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 const round = (n: number): number => Math.round(n * 100) / 100;
 
 interface KindRun {
@@ -51,7 +52,13 @@ interface KindRun {
 }
 
 /** Closed loop: each client sends its next query when the last answer is in; records client and engine (Server-Timing) time. */
-async function drive(origin: string, auth: Record<string, string>, list: string[], seconds: number, record: boolean): Promise<KindRun> {
+async function drive(
+  origin: string,
+  auth: Record<string, string>,
+  list: string[],
+  seconds: number,
+  record: boolean,
+): Promise<KindRun> {
   const run: KindRun = { latency: [], engine: [], requests: 0, failures: {}, seconds };
   const until = performance.now() + seconds * 1000;
   let next = 0;
@@ -79,7 +86,14 @@ async function drive(origin: string, auth: Record<string, string>, list: string[
 
 function summary(sorted: number[]): LatencySummary & { p95: number } {
   const mean = sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length);
-  return { mean: round(mean), p50: round(percentile(sorted, 50)), p90: round(percentile(sorted, 90)), p95: round(percentile(sorted, 95)), p99: round(percentile(sorted, 99)), max: round(sorted[sorted.length - 1] ?? 0) };
+  return {
+    mean: round(mean),
+    p50: round(percentile(sorted, 50)),
+    p90: round(percentile(sorted, 90)),
+    p95: round(percentile(sorted, 95)),
+    p99: round(percentile(sorted, 99)),
+    max: round(sorted[sorted.length - 1] ?? 0),
+  };
 }
 
 export const search: Scenario = {
@@ -87,9 +101,15 @@ export const search: Scenario = {
   description: `GET /v1/listings over ${LISTINGS.toLocaleString('en-US')} generated listings through the gateway edge: filtered, geo, full-text and faceted queries, on the in-process index and on Elasticsearch (ELASTICSEARCH_URL); p50/p95 per index and kind, and the gateway's p95 against the engine's own query time (Server-Timing) in the same run`,
 
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
-    const indexes: Array<{ label: string; search: NonNullable<EmbeddedSpec['search']> }> = [{ label: 'in-process', search: { index: 'memory' } }];
+    const indexes: Array<{ label: string; search: NonNullable<EmbeddedSpec['search']> }> = [
+      { label: 'in-process', search: { index: 'memory' } },
+    ];
     const esUrl = process.env.ELASTICSEARCH_URL;
-    if (esUrl) indexes.push({ label: 'elasticsearch', search: { index: 'elasticsearch', url: esUrl, alias: `bench-${randomBytes(4).toString('hex')}` } });
+    if (esUrl)
+      indexes.push({
+        label: 'elasticsearch',
+        search: { index: 'elasticsearch', url: esUrl, alias: `bench-${randomBytes(4).toString('hex')}` },
+      });
     else ctx.log('ELASTICSEARCH_URL is not set: Elasticsearch is left out of this run');
 
     const targets: TargetResult[] = [];
@@ -104,11 +124,20 @@ export const search: Scenario = {
       ctx.log(`${label}: starting the embedded product and seeding ${LISTINGS} listings into the index`);
       const seedStarted = performance.now();
       const server: ServerHandle = await ctx.servers.start(label, {
-        kind: 'embedded', dataDir: await ctx.tempDir(`search-${label}`), adminApiKey, rateLimitPerMinute: RATE_LIMIT_PER_MINUTE, logLevel: 'warn', search: searchSpec, seedListings: LISTINGS,
+        kind: 'embedded',
+        dataDir: await ctx.tempDir(`search-${label}`),
+        adminApiKey,
+        rateLimitPerMinute: RATE_LIMIT_PER_MINUTE,
+        logLevel: 'warn',
+        search: searchSpec,
+        seedListings: LISTINGS,
       });
       ctx.log(`${label}: ready in ${Math.round((performance.now() - seedStarted) / 1000)} s`);
-      const check = JSON.parse((await expectStatus(`${server.origin}/v1/listings?limit=1`, 200, { headers: auth })).text) as { total: number };
-      if (check.total !== LISTINGS) problems.push(`search/${label}: the index holds ${check.total} listings, not ${LISTINGS}`);
+      const check = JSON.parse(
+        (await expectStatus(`${server.origin}/v1/listings?limit=1`, 200, { headers: auth })).text,
+      ) as { total: number };
+      if (check.total !== LISTINGS)
+        problems.push(`search/${label}: the index holds ${check.total} listings, not ${LISTINGS}`);
 
       const engineP95: number[] = [];
       const gatewayP95: number[] = [];
@@ -122,7 +151,9 @@ export const search: Scenario = {
         const engine = summary(run.engine);
         const failures = Object.values(run.failures).reduce((a, b) => a + b, 0);
         if (failures > 0) problems.push(`search/${label}/${kind}: non-200 answers ${JSON.stringify(run.failures)}`);
-        ctx.log(`${label}/${kind}: ${run.requests} requests, p50 ${client.p50} ms, p95 ${client.p95} ms; engine p50 ${engine.p50} ms, p95 ${engine.p95} ms`);
+        ctx.log(
+          `${label}/${kind}: ${run.requests} requests, p50 ${client.p50} ms, p95 ${client.p95} ms; engine p50 ${engine.p50} ms, p95 ${engine.p95} ms`,
+        );
         const measured: LoadResult = {
           durationSec,
           rps: { mean: round(run.requests / durationSec), stddev: 0, min: 0, max: 0 },
@@ -142,32 +173,52 @@ export const search: Scenario = {
           warmup: { durationSec: warmupSec, requests: 0, rpsMean: 0, errors: 0, timeouts: 0, non2xx: 0 },
           measured,
           server: {
-            cpuPct: round(((after.cpuUserMicros + after.cpuSystemMicros - before.cpuUserMicros - before.cpuSystemMicros) / 1000 / (durationSec * 1000)) * 100),
+            cpuPct: round(
+              ((after.cpuUserMicros + after.cpuSystemMicros - before.cpuUserMicros - before.cpuSystemMicros) /
+                1000 /
+                (durationSec * 1000)) *
+                100,
+            ),
             rssMbBefore: Math.round(before.rssBytes / 1048576),
             rssMbAfter: Math.round(after.rssBytes / 1048576),
             heapUsedMbBefore: Math.round(before.heapUsedBytes / 1048576),
             heapUsedMbAfter: Math.round(after.heapUsedBytes / 1048576),
-            eventLoopDelayMs: { mean: round(after.eventLoopDelay.meanMs), p99: round(after.eventLoopDelay.p99Ms), max: round(after.eventLoopDelay.maxMs) },
+            eventLoopDelayMs: {
+              mean: round(after.eventLoopDelay.meanMs),
+              p99: round(after.eventLoopDelay.p99Ms),
+              max: round(after.eventLoopDelay.maxMs),
+            },
             logLines: 0,
           },
         });
         ratios.push({
           name: `${label} ${kind}: gateway p95 ms`,
           value: client.p95,
-          ...(label === 'in-process' ? { goal: { max: IN_PROCESS_P95_GOAL_MS }, verdict: client.p95 <= IN_PROCESS_P95_GOAL_MS ? ('PASS' as const) : ('BELOW TARGET' as const) } : {}),
+          ...(label === 'in-process'
+            ? {
+                goal: { max: IN_PROCESS_P95_GOAL_MS },
+                verdict: client.p95 <= IN_PROCESS_P95_GOAL_MS ? ('PASS' as const) : ('BELOW TARGET' as const),
+              }
+            : {}),
           note: `p50 ${client.p50} ms; engine p95 ${engine.p95} ms`,
         });
         engineP95.push(engine.p95);
         gatewayP95.push(client.p95);
       }
       if (label === 'elasticsearch') {
-        const ratio = round(gatewayP95.reduce((a, b) => a + b, 0) / Math.max(0.01, engineP95.reduce((a, b) => a + b, 0)));
+        const ratio = round(
+          gatewayP95.reduce((a, b) => a + b, 0) /
+            Math.max(
+              0.01,
+              engineP95.reduce((a, b) => a + b, 0),
+            ),
+        );
         ratios.push({
           name: 'elasticsearch: gateway p95 / engine (took) p95, all kinds',
           value: ratio,
           goal: { max: LAYERS_RATIO_GOAL },
           verdict: ratio <= LAYERS_RATIO_GOAL ? 'PASS' : 'BELOW TARGET',
-          note: 'what our layers (edge, validation, translation, serialisation, HTTP) add to Elasticsearch\'s own time',
+          note: "what our layers (edge, validation, translation, serialisation, HTTP) add to Elasticsearch's own time",
         });
       }
       await server.stop();
@@ -180,5 +231,6 @@ export const search: Scenario = {
 async function dropBenchIndex(url: string, alias: string): Promise<void> {
   const res = await fetch(`${url}/${alias}-*`);
   if (!res.ok) return;
-  for (const index of Object.keys((await res.json()) as Record<string, unknown>)) await fetch(`${url}/${index}`, { method: 'DELETE' });
+  for (const index of Object.keys((await res.json()) as Record<string, unknown>))
+    await fetch(`${url}/${index}`, { method: 'DELETE' });
 }

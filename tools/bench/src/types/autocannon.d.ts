@@ -18,7 +18,12 @@ declare module 'autocannon' {
       sampleInt?: number;
       workers?: number;
       /** Each client loops over these; `setupRequest` may change every request it sends. */
-      requests?: Array<{ method?: string; path?: string; body?: string; setupRequest?: (request: RequestData) => RequestData }>;
+      requests?: Array<{
+        method?: string;
+        path?: string;
+        body?: string;
+        setupRequest?: (request: RequestData) => RequestData;
+      }>;
     }
 
     interface RequestData {
@@ -68,7 +73,10 @@ declare module 'autocannon' {
     /** The running job: an event emitter that is also a promise of the result. */
     interface Instance extends EventEmitter, PromiseLike<Result> {
       stop(): void;
-      on(event: 'response', listener: (client: unknown, statusCode: number, bytes: number, responseTimeMs: number) => void): this;
+      on(
+        event: 'response',
+        listener: (client: unknown, statusCode: number, bytes: number, responseTimeMs: number) => void,
+      ): this;
       on(event: 'reqError', listener: (error: Error) => void): this;
       on(event: string, listener: (...args: unknown[]) => void): this;
     }

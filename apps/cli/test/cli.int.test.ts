@@ -1,0 +1,119 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { composeEmbedded } from '@estate/embedded';
+import pino from 'pino';
+import { buildDist, REPO_ROOT } from '@estate/testing';
+
+const ROOT = REPO_ROOT;
+const log = pino({ level: 'silent' });
+
+function cli(dataDir: string, ...args: string[]) {
+  const res = spawnSync(process.execPath, [join(ROOT, 'dist', 'apps', 'cli', 'main.js'), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { code: res.status, out: res.stdout, err: res.stderr };
+}
+
+const secretIn = (text: string) => /secret \(shown once\): (ek_\S+)/.exec(text)?.[1];
+
+describe('CLI (offline, on the data folder)', () => {
+  let dir: string;
+  beforeAll(() => buildDist());
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'cli-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates an account whose admin key the server then accepts, and manages its keys', async () => {
+    const created = cli(dir, 'accounts', 'create', 'Acme', 'Realty');
+    expect(created.code).toBe(0);
+    const accountId = /account (acc_\S+)\s+Acme Realty/.exec(created.out)?.[1];
+    const adminSecret = secretIn(created.out);
+    expect(accountId).toBeDefined();
+
+    const feed = cli(dir, 'keys', 'create', '--role', 'integration', '--name', 'MLS feed', '--account', accountId!);
+    expect(feed.code).toBe(0);
+    const feedSecret = secretIn(feed.out)!;
+    const feedId = /key (key_\S+)/.exec(feed.out)![1];
+    const listed = cli(dir, 'keys', 'list', '--account', accountId!);
+    expect(listed.out).toContain(feedId);
+    expect(listed.out).not.toContain(feedSecret);
+
+    expect(cli(dir, 'keys', 'create', '--role', 'agent', '--name', 'x', '--account', accountId!)).toMatchObject({
+      code: 1,
+      err: expect.stringContaining('--agent-id'),
+    });
+
+    const product = await composeEmbedded(
+      { port: 0, host: '127.0.0.1', dataDir: dir, rateLimitPerMinute: 100, logLevel: 'silent' },
+      log,
+    );
+    try {
+      const get = (key: string) =>
+        product.app.inject({ method: 'GET', url: '/v1/listings', headers: { authorization: `Bearer ${key}` } });
+      expect((await get(adminSecret!)).statusCode).toBe(200);
+      expect((await get(feedSecret)).statusCode).toBe(200);
+    } finally {
+      await product.close();
+    }
+
+    expect(cli(dir, 'keys', 'revoke', feedId, '--account', accountId!).code).toBe(0);
+    const again = await composeEmbedded(
+      { port: 0, host: '127.0.0.1', dataDir: dir, rateLimitPerMinute: 100, logLevel: 'silent' },
+      log,
+    );
+    try {
+      expect(
+        (
+          await again.app.inject({
+            method: 'GET',
+            url: '/v1/listings',
+            headers: { authorization: `Bearer ${feedSecret}` },
+          })
+        ).statusCode,
+      ).toBe(401);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('says what to do when there is no default account yet, and refuses unknown commands', () => {
+    expect(cli(dir, 'keys', 'list')).toMatchObject({ code: 1, err: expect.stringContaining('no default account yet') });
+    expect(cli(dir, 'frobnicate')).toMatchObject({ code: 2, err: expect.stringContaining('Usage') });
+  });
+
+  it('works on the data folder while the server runs on it: keys made by either side work on the other', async () => {
+    const product = await composeEmbedded(
+      {
+        port: 0,
+        host: '127.0.0.1',
+        dataDir: dir,
+        adminApiKey: 'ek_cli_admin_key_0123456789abcdefghijk',
+        rateLimitPerMinute: 100,
+        logLevel: 'silent',
+      },
+      log,
+    );
+    try {
+      const listed = cli(dir, 'keys', 'list');
+      expect(listed).toMatchObject({ code: 0, err: '' });
+      expect(listed.out).toContain('ADMIN_API_KEY');
+      const made = cli(dir, 'keys', 'create', '--role', 'integration', '--name', 'beside the server');
+      expect(made.code).toBe(0);
+      const secret = secretIn(made.out)!;
+      const get = (key: string) =>
+        product.app.inject({ method: 'GET', url: '/v1/listings', headers: { authorization: `Bearer ${key}` } });
+      expect((await get(secret)).statusCode).toBe(200);
+      const keyId = /key (key_\S+)/.exec(made.out)![1];
+      expect(cli(dir, 'keys', 'revoke', keyId).code).toBe(0);
+      expect((await get(secret)).statusCode).toBe(401);
+    } finally {
+      await product.close();
+    }
+  });
+});

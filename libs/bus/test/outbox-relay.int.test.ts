@@ -1,0 +1,41 @@
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import pino from 'pino';
+import type { BusMessage } from '../src/bus';
+import { MemoryBus } from '../src/memory.bus';
+import { OutboxRelay, outboxEntry, updateWithOutbox, withOutbox, type OutboxDoc } from '../src/outbox';
+
+const log = pino({ level: 'silent' });
+const deleted = (listingId: string, version: number) =>
+  outboxEntry('listings.listing.deleted', {
+    accountId: 'acc_1',
+    listingId,
+    version,
+    occurredAt: '2025-01-01T00:00:00.000Z',
+  });
+
+describe('OutboxRelay.relayNow', () => {
+  it("publishes one document's events at once and clears its outbox, leaving the others to the sweep", async () => {
+    const bus = new MemoryBus(log);
+    const seen: BusMessage<'listings.listing.deleted'>[] = [];
+    await bus.subscribe(['listings.listing.deleted'], { durable: 'test' }, async (m) => void seen.push(m));
+    const col = await new NedbDocumentStore().collection<OutboxDoc>('things');
+    const relay = new OutboxRelay({ bus, log });
+    relay.watch('things', col);
+    await col.insertOne({ id: 'a', version: 1, ...withOutbox(deleted('a', 1)) });
+    await col.insertOne({ id: 'b', version: 1, ...withOutbox(deleted('b', 1)) });
+
+    await relay.relayNow('things', 'a');
+    expect(seen.map((m) => m.payload.listingId)).toEqual(['a']);
+    expect(await col.findOne({ id: 'a' })).toMatchObject({ _outbox: [], _outboxPending: false });
+    expect(await col.findOne({ id: 'b' })).toMatchObject({ _outboxPending: true });
+
+    // Nothing pending: nothing published again.
+    await relay.relayNow('things', 'a');
+    await col.updateOne({ id: 'b' }, { ...updateWithOutbox({ $set: { version: 2 } }, deleted('b', 2)) });
+    await relay.flush();
+    expect(seen.map((m) => `${m.payload.listingId}@${m.payload.version}`)).toEqual(['a@1', 'b@1', 'b@2']);
+    await expect(relay.relayNow('other', 'a')).rejects.toThrow(/does not watch/);
+    await relay.stop();
+    await bus.close();
+  });
+});

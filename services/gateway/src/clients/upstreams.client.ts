@@ -1,0 +1,133 @@
+import replyFrom from '@fastify/reply-from';
+import { signIdentity } from '@estate/platform/auth';
+import { AppError } from '@estate/platform/errors';
+import { sendProblem, type OpenApiDoc } from '@estate/platform/http';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+
+export interface Upstream {
+  name: string;
+  url: string;
+  /** Route patterns (find-my-way syntax) this upstream serves. */
+  routes: string[];
+}
+
+const METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const STRIPPED_REQUEST_HEADERS = [
+  'authorization',
+  'x-estate-identity',
+  'x-estate-signature',
+  'connection',
+  'idempotency-key',
+];
+
+/** Which service answers which paths in the distributed profile. */
+export function upstreamsFor(urls: { listings: string; media: string; leads: string }): Upstream[] {
+  return [
+    { name: 'listings', url: urls.listings, routes: ['/v1/listings', '/v1/listings/*', '/v1/jobs/*'] },
+    { name: 'media', url: urls.media, routes: ['/v1/listings/:id/media', '/v1/listings/:id/media/*', '/files/*'] },
+    {
+      name: 'leads',
+      url: urls.leads,
+      routes: ['/v1/leads', '/v1/leads/*', '/v1/agents', '/v1/agents/*', '/v1/routing/*', '/v1/scoring/*'],
+    },
+  ];
+}
+
+async function bufferBody(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Forwards requests to the services with the caller's identity in a signed header. Bodies pass
+ * through untouched (JSON as bytes, uploads as a stream); an answer that must be kept for
+ * Idempotency-Key replay is buffered first.
+ */
+export async function proxyToUpstreams(
+  app: FastifyInstance,
+  options: { upstreams: Upstream[]; signingSecret: string; jsonBodyLimit: number; uploadBodyLimit: number },
+): Promise<void> {
+  for (const upstream of options.upstreams) {
+    await app.register(async (scope) => {
+      // Bodies are forwarded as received: no re-encoding of JSON, uploads streamed.
+      await scope.register(replyFrom, {
+        base: upstream.url,
+        undici: { connections: 128, keepAliveTimeout: 30_000 },
+        disableRequestLogging: true,
+      });
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser(
+        'multipart/form-data',
+        { bodyLimit: options.uploadBodyLimit },
+        (_request, payload, done) => done(null, payload),
+      );
+      scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.jsonBodyLimit }, (_request, body, done) =>
+        done(null, body),
+      );
+
+      const forward = (request: FastifyRequest, reply: FastifyReply) => {
+        const keep = !!request.idempotencyRecord;
+        const raw =
+          typeof request.body === 'string'
+            ? { body: request.body, contentType: request.headers['content-type'] ?? 'application/json' }
+            : {};
+        return reply.from(request.url, {
+          ...raw,
+          rewriteRequestHeaders: (_req, headers) => {
+            const out: Record<string, string | string[] | undefined> = { ...headers };
+            for (const h of STRIPPED_REQUEST_HEADERS) delete out[h];
+            out['x-request-id'] = request.id;
+            if (request.identity)
+              Object.assign(out, signIdentity(request.identity, options.signingSecret, request.method, request.url));
+            return out as Record<string, string>;
+          },
+          onError: (errReply, { error }) => {
+            request.log.error({ err: error, upstream: upstream.name }, 'upstream failed');
+            sendProblem(
+              errReply as FastifyReply,
+              new AppError('bad_gateway', `The ${upstream.name} service did not answer`),
+            );
+          },
+          ...(keep
+            ? {
+                onResponse: (_req, res, upstreamRes) => {
+                  void bufferBody(upstreamRes.stream as NodeJS.ReadableStream).then(
+                    (body) => res.removeHeader('content-length').send(body),
+                    (err) =>
+                      sendProblem(
+                        res as FastifyReply,
+                        new AppError('bad_gateway', `The ${upstream.name} service answer broke off`, { cause: err }),
+                      ),
+                  );
+                },
+              }
+            : {}),
+        });
+      };
+      for (const url of upstream.routes)
+        scope.route({ method: METHODS, url, handler: forward, schema: { hide: true } });
+    });
+  }
+}
+
+/** The services' own OpenAPI documents, folded into the gateway's; a service that is down is left out. */
+export async function upstreamDocuments(urls: string[]): Promise<OpenApiDoc[]> {
+  const docs = await Promise.all(
+    urls.map(async (url) => {
+      try {
+        const res = await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(2000) });
+        return res.ok ? ((await res.json()) as OpenApiDoc) : undefined;
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  return docs.filter((d): d is OpenApiDoc => d !== undefined);
+}
+
+/** Throws unless the service answers its readiness probe. */
+export async function upstreamReady(name: string, url: string): Promise<void> {
+  const res = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(1500) });
+  if (!res.ok) throw new Error(`${name} answered ${res.status}`);
+}

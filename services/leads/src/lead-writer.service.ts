@@ -1,0 +1,232 @@
+import type { OutboxRelay } from '@estate/bus';
+import type { Activity, ScoreBreakdown } from '@estate/contracts/leads';
+import { notFound } from '@estate/platform/errors';
+import { newId } from '@estate/platform/ids';
+import { updateVersioned } from '@estate/store';
+import type { Logger } from 'pino';
+import {
+  activityOf,
+  applyChange,
+  changeEvents,
+  createdEvents,
+  newLead,
+  settleChange,
+  slotPlan,
+  type Change,
+  type ChangeOrigin,
+  type LeadDraft,
+  type NewActivity,
+  type Slot,
+  type SlotPlan,
+  type Stamp,
+} from './lead.rules';
+import type { ActivityRepository } from './repositories/activity.repository';
+import type { AgentRepository } from './repositories/agent.repository';
+import {
+  LEADS_COLLECTION,
+  type LeadRecord,
+  type LeadRepository,
+  type StoredLead,
+} from './repositories/lead.repository';
+import type { ListingSummaryRepository } from './repositories/listing-summary.repository';
+import type { ScoringConfigRepository } from './repositories/scoring-config.repository';
+import { defaultScoringConfig, scoreLead } from './scoring.rules';
+
+/** Compare-and-set attempts before a change gives up on a lead that keeps changing (a hot lead sees many writers). */
+const CHANGE_ATTEMPTS = 16;
+
+export interface Changed {
+  lead: LeadRecord;
+  /** False when the change turned out to change nothing (nothing was written). */
+  written: boolean;
+  /** The activities recorded, system ones included. */
+  activities: Activity[];
+}
+
+export interface LeadWriterDeps {
+  leads: LeadRepository;
+  activities: ActivityRepository;
+  agents: AgentRepository;
+  listings: ListingSummaryRepository;
+  configs: ScoringConfigRepository;
+  outbox: Pick<OutboxRelay, 'kick' | 'relayNow'>;
+  clock: () => Date;
+  log: Logger;
+}
+
+/** What the engine reads of a lead. */
+type Scored = Pick<
+  LeadRecord,
+  | 'accountId'
+  | 'email'
+  | 'phone'
+  | 'source'
+  | 'activityCounts'
+  | 'lastActivityByType'
+  | 'createdAt'
+  | 'propertyInterests'
+>;
+
+/**
+ * Every write of a lead goes through here: one single-document compare-and-set carrying the
+ * lead's new state, the activities it gained (kept in `recentActivities` and as
+ * `leads.activity.recorded` events in its outbox) and its other events. Nothing is ever half
+ * written: the timeline collection and the agents' capacity follow from that one write
+ * (docs/decisions/0040-leads-aggregate-and-outbox.md). What a change does is decided in lead.rules.ts.
+ */
+export class LeadWriter {
+  constructor(private readonly deps: LeadWriterDeps) {}
+
+  /** Inserts a new lead with its first activities; throws DuplicateKeyError when its email or phone is taken. */
+  async create(origin: ChangeOrigin, draft: LeadDraft, activities: NewActivity[]): Promise<LeadRecord> {
+    const stamp = this.stamp(origin, newId('lead'));
+    const recorded = activities.map((a) => activityOf(stamp, a));
+    const unscored = newLead(stamp, draft, recorded);
+    const breakdown = await this.scoreOf(unscored);
+    const lead: LeadRecord = {
+      ...unscored,
+      score: breakdown.engineScore,
+      scoreSource: 'engine',
+      scoreBreakdown: breakdown,
+    };
+    await this.deps.leads.insert(lead, createdEvents(origin, lead, recorded, stamp.now));
+    await this.afterWrite(origin, lead.id, recorded, undefined);
+    return lead;
+  }
+
+  /**
+   * Applies `decide(current)` to a lead with compare-and-set, re-deciding on a fresh read when
+   * another writer got there first. `decide` may throw (refusals) or return null (nothing to do).
+   * With `ifMatch`, a lead at another version is 412 instead of a retry.
+   */
+  async change(
+    origin: ChangeOrigin,
+    leadId: string,
+    decide: (lead: LeadRecord) => Change | null | Promise<Change | null>,
+    options: { ifMatch?: number } = {},
+  ): Promise<Changed> {
+    return updateVersioned<StoredLead, Changed>({
+      what: 'lead',
+      ifMatch: options.ifMatch,
+      attempts: CHANGE_ATTEMPTS,
+      versionOf: (stored) => stored.lead.version,
+      read: async () => {
+        const stored = await this.deps.leads.get(origin.accountId, leadId);
+        if (!stored) throw notFound('lead_not_found', 'Lead', leadId);
+        return stored;
+      },
+      write: async (stored) => {
+        const change = await decide(stored.lead);
+        return change ? this.tryWrite(origin, stored, change) : { lead: stored.lead, written: false, activities: [] };
+      },
+    });
+  }
+
+  /** The write of one attempt: null when another writer changed the lead since it was read. */
+  private async tryWrite(origin: ChangeOrigin, stored: StoredLead, change: Change): Promise<Changed | null> {
+    const current = stored.lead;
+    const stamp = this.stamp(origin, current.id);
+    const applied = applyChange(current, change, stamp);
+    const outcome = settleChange(current, applied, await this.scoreOf(applied.next), stamp);
+    if (!outcome) return { lead: current, written: false, activities: [] };
+
+    const slots = await this.slotsFor(origin, slotPlan(current, outcome.next, change.slot));
+    const next: LeadRecord = { ...outcome.next, slot: slots.kept, updatedAt: stamp.now, version: current.version + 1 };
+    const events = changeEvents(origin, current, { ...outcome, next }, stamp.now);
+
+    let written: LeadRecord | null;
+    try {
+      written = await this.deps.leads.replace(stored, next, events);
+    } catch (err) {
+      if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
+      throw err;
+    }
+    if (!written) {
+      if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
+      return null;
+    }
+    await this.afterWrite(origin, current.id, outcome.activities, slots.released);
+    return { lead: written, written: true, activities: outcome.activities };
+  }
+
+  private stamp(origin: ChangeOrigin, leadId: string): Stamp {
+    // Activity ids sort in the order they were made, so activities at the same `occurredAt` keep their recording order.
+    return { origin, leadId, now: this.deps.clock().toISOString(), newId: () => newId('act') };
+  }
+
+  /** Carries out a slot plan: the slot the lead keeps, the one taken here (given back if the write fails) and the one to give back after it. */
+  private async slotsFor(
+    origin: ChangeOrigin,
+    plan: SlotPlan,
+  ): Promise<{ kept: Slot | undefined; heldHere?: Slot; released?: Slot }> {
+    if (!('holdOn' in plan)) return { kept: plan.kept, released: plan.release };
+    const token = await this.deps.agents.hold(origin.accountId, plan.holdOn, this.deps.clock());
+    // An agent that no longer exists holds nothing; the lead keeps its agent id as history.
+    const held = token ? { agentId: plan.holdOn, token } : undefined;
+    return { kept: held, heldHere: held, released: plan.release };
+  }
+
+  /**
+   * After the write: the old slot goes back, the timeline entries land right away (read-your-writes;
+   * if that fails, the event brings them), and the events go out from this request, so a busy
+   * service never builds a backlog of unpublished events (the relay's sweep covers a crash).
+   */
+  private async afterWrite(
+    origin: ChangeOrigin,
+    leadId: string,
+    activities: Activity[],
+    oldSlot: Slot | undefined,
+  ): Promise<void> {
+    if (oldSlot) await this.release(oldSlot.agentId, oldSlot.token);
+    try {
+      for (const a of activities) await this.deps.activities.insertIfAbsent(origin.accountId, a);
+    } catch (err) {
+      this.deps.log.warn(
+        { err, requestId: origin.requestId },
+        'timeline write-through failed; the activity event will bring it',
+      );
+    }
+    try {
+      await this.deps.outbox.relayNow(LEADS_COLLECTION, leadId);
+    } catch (err) {
+      this.deps.log.warn(
+        { err, requestId: origin.requestId },
+        "publishing the lead's events failed; the relay will retry",
+      );
+      this.deps.outbox.kick();
+    }
+  }
+
+  async release(agentId: string, token: string): Promise<void> {
+    try {
+      await this.deps.agents.release(agentId, token);
+    } catch (err) {
+      // A slot not given back only makes the agent look busier; the slot audit returns it.
+      this.deps.log.warn({ err, agentId }, 'could not release a capacity slot; the slot audit will');
+    }
+  }
+
+  /** The engine's breakdown for the lead as it now is. */
+  async scoreOf(lead: Scored): Promise<ScoreBreakdown> {
+    const [config, listings] = await Promise.all([
+      this.deps.configs.get(lead.accountId),
+      this.deps.listings.resolve(
+        lead.accountId,
+        lead.propertyInterests.map((i) => i.listingId),
+      ),
+    ]);
+    return scoreLead(
+      {
+        hasEmail: !!lead.email,
+        hasPhone: !!lead.phone,
+        source: lead.source,
+        activityCounts: lead.activityCounts,
+        lastActivityByType: lead.lastActivityByType,
+        createdAt: lead.createdAt,
+        interests: lead.propertyInterests.map((i) => listings.get(i.listingId)?.status ?? null),
+      },
+      config?.settings ?? defaultScoringConfig,
+      this.deps.clock(),
+    );
+  }
+}

@@ -1,0 +1,57 @@
+import type { IndexedListing, ListingIndex, ListingRemoval, ListingSearch, ListingSearchResult } from '@estate/search';
+
+/**
+ * The listings search index, whichever adapter serves it. Versions make every write idempotent:
+ * the index refuses a listing or a deletion older than what it holds.
+ */
+export class ListingIndexRepository {
+  constructor(private readonly index: ListingIndex) {}
+
+  get kind(): ListingIndex['kind'] {
+    return this.index.kind;
+  }
+
+  /** Which index this is: every index fed from the events needs its own consumer of them. */
+  get name(): string {
+    return this.index.name;
+  }
+
+  /** Creates the index if need be; `created` says it holds nothing yet. */
+  open(): Promise<{ created: boolean }> {
+    return this.index.open();
+  }
+
+  upsert(listings: readonly IndexedListing[]): Promise<void> {
+    return this.index.upsert(listings);
+  }
+
+  remove(removals: readonly ListingRemoval[]): Promise<void> {
+    return this.index.remove(removals);
+  }
+
+  search(search: ListingSearch): Promise<ListingSearchResult> {
+    return this.index.search(search);
+  }
+
+  refresh(): Promise<void> {
+    return this.index.refresh();
+  }
+
+  /** Builds a fresh index from `read` and swaps it in. */
+  replaceAll(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
+    return this.index.replaceAll(read);
+  }
+
+  /** Every listing held, as id and version, in id order and batches. */
+  scanIds(): AsyncIterable<Array<{ id: string; version: number }>> {
+    return this.index.scanIds();
+  }
+
+  ping(): Promise<void> {
+    return this.index.ping();
+  }
+
+  close(): Promise<void> {
+    return this.index.close();
+  }
+}

@@ -1,0 +1,312 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Identity } from '@estate/contracts/accounts';
+import type { EventPayload } from '@estate/contracts/events';
+import { jobProgressSubject, type JobItemError, type JobState } from '@estate/contracts/jobs';
+import { RetryLater, Unprocessable, type Bus, type Subscription } from '@estate/bus';
+import type { RequestContext } from '@estate/platform/auth';
+import { AppError } from '@estate/platform/errors';
+import type { Logger } from 'pino';
+import {
+  APPLIED_ITEMS_KEPT,
+  itemError,
+  laneOf,
+  progressOf,
+  stateAfter,
+  submittedCommand,
+  type BulkItemMark,
+} from '../bulk.rules';
+import type { ListingUpsertService } from '../listing-upsert.service';
+import type { BulkJobDoc, BulkJobRepository, ItemOutcome } from '../repositories/bulk-job.repository';
+
+export interface BulkWorkerDeps {
+  jobs: BulkJobRepository;
+  upserts: Pick<ListingUpsertService, 'upsert'>;
+  bus: Bus;
+  clock: () => Date;
+  log: Logger;
+  /** How long a job stays this worker's without a sign of life (renewed every third of it). */
+  leaseMs?: number;
+  /** JetStream ack wait of a job delivery (kept alive while the job runs). */
+  ackWaitMs?: number;
+}
+
+/** Every listings replica subscribes under this name: together they are one work-queue consumer. */
+export const BULK_WORKERS_DURABLE = 'listings-bulk-workers';
+/** A worker that dies is noticed within this (ack wait) and its lease lapses within the lease time. */
+const DEFAULT_ACK_WAIT_MS = 10_000;
+const DEFAULT_LEASE_MS = 10_000;
+/**
+ * Deliveries are not how a job gives up: one that waits for another worker's lease, or passes
+ * through a deployment that shares the NATS server, is no failure. Attempts on the job are.
+ */
+const MAX_DELIVER = 1000;
+/** A job taken up this many times without ending (its worker crashing, or failing on it) has its remaining items failed. */
+const MAX_ATTEMPTS = 8;
+/** A queued command whose job no store of ours has is given this long to reach its own deployment, then dropped. */
+const FOREIGN_GRACE_MS = 10 * 60 * 1000;
+/**
+ * Outcomes are recorded on the job (and announced) in groups, in item order: at most this many
+ * items, or this long, apart.
+ */
+const RECORD_EVERY_ITEMS = 10;
+const RECORD_EVERY_MS = 200;
+/** Items of one job applied at once: a store's round trips overlap, as concurrent single writes' do. */
+const ITEMS_IN_FLIGHT = 8;
+/**
+ * Items started but not yet recorded, at most. A crash re-runs them; each listing remembers the
+ * last bulk items applied to it (see `ListingUpsertService`), which must cover them all.
+ */
+const UNRECORDED_MAX = APPLIED_ITEMS_KEPT;
+
+/**
+ * Runs bulk jobs from the `listings.bulk-job.submitted` work queue, one at a time per replica.
+ * A job is processed under a lease, a few items at once (in order where they touch the same
+ * listing); outcomes are recorded on the job in item order as it goes and announced on
+ * `jobs.<id>.progress`. A delivery is acknowledged only once its job has
+ * ended, so a job whose worker dies is redelivered and resumed after its last recorded item; an
+ * item written but not yet recorded is recognised by the listing it wrote (see `ListingUpsertService`).
+ */
+export class BulkWorker {
+  /** Identifies this worker in leases and logs. */
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private subscription?: Subscription;
+  private stopping = false;
+  private readonly leaseMs: number;
+
+  constructor(private readonly deps: BulkWorkerDeps) {
+    this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  async start(): Promise<void> {
+    this.stopping = false;
+    this.subscription = await this.deps.bus.subscribe(
+      ['listings.bulk-job.submitted'],
+      {
+        durable: BULK_WORKERS_DURABLE,
+        ackWaitMs: this.deps.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+        maxDeliver: MAX_DELIVER,
+        prefetch: 1,
+      },
+      (message) => this.run(message.payload, message.deliveryCount),
+    );
+  }
+
+  /** Stops taking jobs; a job in progress stops after its current item and goes back to the queue. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.subscription?.stop();
+    this.subscription = undefined;
+  }
+
+  /**
+   * Puts every unfinished job back in the queue and drops the leases of the previous run. Only
+   * for a queue that does not outlive the process (the in-process bus), whose process is the
+   * only worker: JetStream keeps unacknowledged jobs by itself.
+   */
+  async requeueUnfinished(): Promise<number> {
+    await this.deps.jobs.releaseAll();
+    const open = await this.deps.jobs.unfinished();
+    for (const job of open) {
+      const command = submittedCommand(job);
+      await this.deps.bus.publish('listings.bulk-job.submitted', command, {
+        msgId: command.eventId,
+        requestId: job.requestId,
+      });
+    }
+    if (open.length > 0) this.deps.log.info({ jobs: open.length }, 'unfinished bulk jobs re-queued');
+    return open.length;
+  }
+
+  /** Handles one delivery of a job; resolves (acknowledges) only when the job has ended. */
+  async run(command: EventPayload<'listings.bulk-job.submitted'>, deliveryCount: number): Promise<void> {
+    const { jobId } = command;
+    const job = await this.deps.jobs.load(jobId);
+    if (!job) {
+      // A job is stored before its command is queued, so this command belongs to another deployment
+      // sharing the NATS server: hand it back for one of its own workers rather than drop it.
+      if (this.deps.clock().getTime() - Date.parse(command.occurredAt) > FOREIGN_GRACE_MS) {
+        throw new Unprocessable(`bulk job ${jobId} is in no store this command reached; dropping it`);
+      }
+      throw new RetryLater(`bulk job ${jobId} is not in this service's store`, 1000);
+    }
+    if (job.state !== 'queued' && job.state !== 'running') return;
+    const claimed = await this.deps.jobs.claim(jobId, this.owner, this.deps.clock(), this.leaseMs, !job.startedAt);
+    if (!claimed) {
+      const held = await this.deps.jobs.load(jobId);
+      if (!held || (held.state !== 'queued' && held.state !== 'running')) return;
+      // Another worker holds it (this is a redelivery): come back when its lease would have lapsed.
+      const wait = held.lease ? Date.parse(held.lease.until) - this.deps.clock().getTime() : 0;
+      throw new RetryLater(
+        `bulk job ${jobId} is held by ${held.lease?.owner ?? 'another worker'}`,
+        Math.max(250, wait + 250),
+      );
+    }
+    const log = this.deps.log.child({ jobId, requestId: claimed.requestId });
+    const attempt = claimed.attempts ?? 1;
+    if (attempt > MAX_ATTEMPTS) {
+      await this.abandon(claimed, `taken up ${attempt} times without ending`, log);
+      return;
+    }
+    const items = await this.deps.jobs.items(jobId);
+    if (!items || items.length !== claimed.progress.total) {
+      await this.abandon(claimed, 'its items are missing from the store', log);
+      return;
+    }
+    log.info(
+      { from: claimed.progress.processed, total: claimed.progress.total, attempt, deliveryCount, worker: this.owner },
+      claimed.progress.processed > 0 || attempt > 1 ? 'bulk job resumed' : 'bulk job started',
+    );
+
+    let leaseLost = false;
+    const renewal = setInterval(
+      () => {
+        this.deps.jobs.renew(jobId, this.owner, this.deps.clock(), this.leaseMs).then(
+          (held) => (leaseLost ||= !held),
+          (err: unknown) => log.warn({ err }, 'bulk job lease renewal failed'),
+        );
+      },
+      Math.max(100, Math.floor(this.leaseMs / 3)),
+    );
+    try {
+      await this.process(claimed, items, () => leaseLost, log);
+    } catch (err) {
+      if (err instanceof RetryLater) throw err;
+      // Let any replica retry at once rather than after the lease (the bus backs off).
+      await this.deps.jobs.release(jobId, this.owner).catch(() => undefined);
+      throw err;
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  private async process(
+    claimed: BulkJobDoc,
+    items: Record<string, unknown>[],
+    leaseLost: () => boolean,
+    log: Logger,
+  ): Promise<void> {
+    const jobId = claimed.id;
+    const total = claimed.progress.total;
+    const who: Identity = {
+      accountId: claimed.accountId,
+      keyId: claimed.submittedBy.keyId,
+      role: claimed.submittedBy.role,
+      agentId: null,
+    };
+    const ctx: RequestContext = { who, requestId: claimed.requestId };
+    let job = claimed;
+    let next = job.progress.processed;
+    let recordedAt = Date.now();
+    let failure: unknown;
+    /** Finished, waiting for the items before them to be recorded first. */
+    const done = new Map<number, ItemOutcome>();
+    /** In index order (the order they started in). */
+    const running = new Map<number, Promise<void>>();
+    const keysInFlight = new Set<string>();
+    let aloneInFlight = false;
+
+    const record = async (force: boolean): Promise<void> => {
+      const batch: ItemOutcome[] = [];
+      for (let i = job.progress.processed; done.has(i); i++) batch.push(done.get(i)!);
+      if (
+        batch.length === 0 ||
+        (!force && batch.length < RECORD_EVERY_ITEMS && Date.now() - recordedAt < RECORD_EVERY_MS)
+      )
+        return;
+      const recorded = await this.deps.jobs.record(job, this.owner, batch, this.deps.clock(), this.leaseMs);
+      // Not where this worker left it, or not its own: another worker took the job over and carries on.
+      if (!recorded)
+        throw new RetryLater(`bulk job ${jobId}: taken over at item ${job.progress.processed}`, this.leaseMs);
+      for (let i = job.progress.processed; i < recorded.progress.processed; i++) done.delete(i);
+      job = recorded;
+      recordedAt = Date.now();
+      this.announce(job);
+    };
+    const canStart = (index: number): boolean => {
+      if (running.size >= ITEMS_IN_FLIGHT || aloneInFlight || index >= job.progress.processed + UNRECORDED_MAX)
+        return false;
+      const lane = laneOf(items[index]);
+      if (lane.kind === 'alone') return running.size === 0;
+      return lane.kind === 'free' || !keysInFlight.has(lane.key);
+    };
+    const start = (index: number): void => {
+      const lane = laneOf(items[index]);
+      if (lane.kind === 'alone') aloneInFlight = true;
+      if (lane.kind === 'key') keysInFlight.add(lane.key);
+      const applying = this.apply(ctx, items[index], { jobId, index })
+        .then(
+          (outcome) => void done.set(index, outcome),
+          (err: unknown) => void (failure ??= err),
+        )
+        .finally(() => {
+          running.delete(index);
+          if (lane.kind === 'alone') aloneInFlight = false;
+          if (lane.kind === 'key') keysInFlight.delete(lane.key);
+        });
+      running.set(index, applying);
+    };
+
+    this.announce(job);
+    // Stops starting items when the worker stops, loses the job or an item fails for a reason of
+    // the store's, and always lets the ones in flight finish before leaving.
+    for (;;) {
+      const halted = this.stopping || leaseLost() || failure !== undefined;
+      if (!halted) while (next < total && canStart(next)) start(next++);
+      if (running.size === 0) {
+        if (halted || next >= total) break;
+        // Nothing in flight and the next item waits for a record: make it, then go on.
+        await record(true).catch((err: unknown) => void (failure ??= err));
+        continue;
+      }
+      await Promise.race(running.values());
+      if (failure === undefined && !leaseLost()) await record(false).catch((err: unknown) => void (failure ??= err));
+    }
+    if (failure !== undefined) throw failure;
+    if (leaseLost()) throw new RetryLater(`bulk job ${jobId}: lease lost`, this.leaseMs);
+    await record(true);
+    if (job.progress.processed < total) {
+      await this.deps.jobs.release(jobId, this.owner);
+      log.info({ at: job.progress.processed }, 'bulk job handed back: the worker is stopping');
+      throw new RetryLater('worker stopping; job handed back', 0);
+    }
+    const finished = await this.deps.jobs.finish(jobId, this.owner, stateAfter(job.progress), this.deps.clock());
+    if (!finished) throw new RetryLater(`bulk job ${jobId}: taken over before it could finish`, this.leaseMs);
+    this.announce(finished);
+    log.info({ state: finished.state, ...finished.progress }, 'bulk job finished');
+  }
+
+  private async apply(ctx: RequestContext, item: Record<string, unknown>, mark: BulkItemMark): Promise<ItemOutcome> {
+    try {
+      const done = await this.deps.upserts.upsert(ctx, item, mark);
+      return { result: { index: mark.index, id: done.id, action: done.action } };
+    } catch (err) {
+      // The item's own problem; anything else (store down...) fails the delivery and is retried.
+      if (err instanceof AppError && err.status < 500) return { error: itemError(mark.index, item, err) };
+      throw err;
+    }
+  }
+
+  /** A job that cannot go on (taken up too often, or broken): its remaining items are reported failed and it ends. */
+  private async abandon(job: BulkJobDoc, reason: string, log: Logger): Promise<void> {
+    log.error(
+      { attempts: job.attempts, at: job.progress.processed, reason },
+      'bulk job abandoned; failing its remaining items',
+    );
+    const errors: JobItemError[] = [];
+    for (let index = job.progress.processed; index < job.progress.total; index++) {
+      errors.push({
+        index,
+        code: 'internal_error',
+        message: 'The item could not be processed; the request id identifies the failure in our logs',
+      });
+    }
+    const state: JobState = job.progress.succeeded === 0 ? 'failed' : 'partially_failed';
+    const ended = await this.deps.jobs.abandon(job, this.owner, errors, state, this.deps.clock());
+    if (ended) this.announce(ended);
+  }
+
+  private announce(job: BulkJobDoc): void {
+    this.deps.bus.notify(jobProgressSubject(job.id), progressOf(job), { requestId: job.requestId });
+  }
+}

@@ -1,0 +1,89 @@
+import type { BusMessage } from '@estate/bus';
+import { MemoryBus } from '@estate/bus/memory.bus';
+import type { Identity } from '@estate/contracts/accounts';
+import type { JobProgress } from '@estate/contracts/jobs';
+import { requireSignedIdentity } from '@estate/platform/auth';
+import { createHttpApp } from '@estate/platform/http';
+import { MemoryListingIndex } from '@estate/search/memory-listing.index';
+import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pino from 'pino';
+import { listingsApp } from '../src/app';
+import { composeListings, type ListingsRuntime } from '../src/compose';
+
+export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+export const alice = identityFor('acc_alice');
+export const bob = identityFor('acc_bob');
+
+/** The events the listings service publishes about listings. */
+export const listingSubjects = [
+  'listings.listing.created',
+  'listings.listing.updated',
+  'listings.listing.deleted',
+] as const;
+
+/**
+ * The listings service over HTTP with `app.inject()`, on the embedded adapters: NeDB in memory,
+ * the in-process bus and the in-process search index, behind the gateway's signed identity.
+ * `restart()` stands for the next process over the same store: a new bus and an empty index.
+ */
+export class ListingsHarness {
+  readonly store = new NedbDocumentStore();
+  /** Every listing event published, in order and across restarts (complete after `runtime.relay.flush()`). */
+  readonly events: BusMessage<(typeof listingSubjects)[number]>[] = [];
+  /** Every job progress notice, in order and across restarts. */
+  readonly progress: JobProgress[] = [];
+  app!: FastifyInstance;
+  runtime!: ListingsRuntime;
+  bus!: MemoryBus;
+
+  private constructor() {}
+
+  /** A started service; with `start: false` its runtime is composed but not started (no subscriber, no worker). */
+  static async start(options: { start?: boolean } = {}): Promise<ListingsHarness> {
+    const harness = new ListingsHarness();
+    await harness.boot(options.start ?? true);
+    return harness;
+  }
+
+  async restart(options: { start?: boolean } = {}): Promise<void> {
+    await this.close();
+    await this.boot(options.start ?? true);
+  }
+
+  /** A request as the gateway forwards it for `who`; `null` sends no identity at all. */
+  call(
+    who: Identity | null,
+    method: string,
+    url: string,
+    payload?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<LightMyRequestResponse> {
+    return this.app.inject({
+      method: method as InjectOptions['method'],
+      url,
+      ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
+      headers: { ...(who ? asCaller(who, method, url) : {}), ...headers },
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.app.close();
+    await this.runtime.stop();
+    await this.bus.close();
+  }
+
+  private async boot(start: boolean): Promise<void> {
+    this.bus = new MemoryBus(log);
+    await this.bus.subscribe(listingSubjects, { durable: 'test' }, async (m) => void this.events.push(m));
+    this.bus.listen('jobs.>', (data) => this.progress.push(data as JobProgress));
+    this.runtime = await composeListings({ store: this.store, bus: this.bus, log, index: new MemoryListingIndex() });
+    this.app = await createHttpApp({ service: 'listings', logger: log });
+    requireSignedIdentity(this.app, TEST_SIGNING_SECRET);
+    await this.app.register(listingsApp, { runtime: this.runtime });
+    await this.app.ready();
+    if (start) await this.runtime.start();
+  }
+}

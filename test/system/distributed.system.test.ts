@@ -1,0 +1,138 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describeWithEngines, eventually, listingBody } from '@estate/testing';
+import { apiClient, startCluster, type Cluster } from './harness';
+
+/**
+ * Tier 3: the four services as separate processes on the real engines, driven through the
+ * gateway over HTTP, as a client would.
+ */
+describeWithEngines(
+  'distributed profile (separate processes, real engines)',
+  ['MONGODB_URL', 'NATS_URL', 'ELASTICSEARCH_URL'],
+  (urls) => {
+    let cluster: Cluster;
+    let run = '';
+    let admin = '';
+    let platform = '';
+    let gateway = '';
+    let listingsUrl = '';
+    const api = (key: string | null) => apiClient(gateway, key);
+
+    beforeAll(async () => {
+      cluster = await startCluster({ name: 'sysdist', engines: urls });
+      ({ run, gateway } = cluster);
+      ({ admin, platform } = cluster.keys);
+      listingsUrl = cluster.process('listings').url;
+    }, 90_000);
+
+    afterAll(async () => {
+      await cluster?.stop();
+    }, 60_000);
+
+    it('drives listings CRUD through the gateway', async () => {
+      const created = await api(admin)(
+        'POST',
+        '/v1/listings',
+        listingBody({ externalId: `E-${run}`, source: 'system' }),
+      );
+      expect(created.status).toBe(201);
+      expect(created.headers.get('etag')).toBe('"1"');
+      const id = created.body.id;
+      expect((await api(admin)('GET', `/v1/listings/${id}`)).body).toEqual(created.body);
+      const patched = await api(admin)(
+        'PATCH',
+        `/v1/listings/${id}`,
+        { pricing: { listPrice: 475000 } },
+        { 'if-match': '"1"' },
+      );
+      expect(patched.status).toBe(200);
+      expect(patched.body).toMatchObject({ version: 2, pricing: { listPrice: 475000 } });
+      const stale = await api(admin)('PATCH', `/v1/listings/${id}`, { status: 'closed' }, { 'if-match': '"1"' });
+      expect(stale.status).toBe(412);
+      expect(stale.body.code).toBe('version_mismatch');
+      // The list is served by the search index, a moment behind the write.
+      await eventually(async () =>
+        expect((await api(admin)('GET', '/v1/listings?limit=1')).body).toMatchObject({ total: 1, nextCursor: null }),
+      );
+      expect(await api(admin)('DELETE', `/v1/listings/${id}`)).toMatchObject({
+        status: 200,
+        body: { id, deleted: true },
+      });
+      expect((await api(admin)('GET', `/v1/listings/${id}`)).status).toBe(404);
+    });
+
+    it('answers problem+json for bad input, and stores nothing', async () => {
+      // A fresh account, so that only this test's writes can show up in its listings.
+      const fresh = (await api(platform)('POST', '/v1/accounts', { name: `Bad input ${run}` })).body.adminKey
+        .secret as string;
+      const bad = await api(fresh)('POST', '/v1/listings', { ...listingBody(), colour: 'red', version: 3 });
+      expect(bad.status).toBe(422);
+      expect(bad.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['colour', 'version']);
+      const malformed = await fetch(`${gateway}/v1/listings`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${fresh}`, 'content-type': 'application/json' },
+        body: '{"x":',
+      });
+      expect(malformed.status).toBe(400);
+      // A valid write made after the bad ones shows up alone once search has caught up.
+      const good = await api(fresh)('POST', '/v1/listings', listingBody());
+      await eventually(async () =>
+        expect((await api(fresh)('GET', '/v1/listings')).body.items.map((l: { id: string }) => l.id)).toEqual([
+          good.body.id,
+        ]),
+      );
+    });
+
+    it('authenticates at the gateway: no key 401, revoked key 401 at once, other accounts see 404', async () => {
+      expect((await api(null)('GET', '/v1/listings')).status).toBe(401);
+      const key = await api(admin)('POST', '/v1/api-keys', { name: 'feed', role: 'integration' });
+      expect(key.status).toBe(201);
+      expect((await api(key.body.secret)('GET', '/v1/listings')).status).toBe(200);
+      await api(admin)('DELETE', `/v1/api-keys/${key.body.id}`);
+      expect((await api(key.body.secret)('GET', '/v1/listings')).status).toBe(401);
+
+      const mine = await api(admin)('POST', '/v1/listings', listingBody());
+      const other = await api(platform)('POST', '/v1/accounts', { name: `Other ${run}` });
+      expect(other.status).toBe(201);
+      const theirs = other.body.adminKey.secret;
+      expect((await api(theirs)('GET', `/v1/listings/${mine.body.id}`)).status).toBe(404);
+      expect((await api(theirs)('PATCH', `/v1/listings/${mine.body.id}`, { status: 'closed' })).status).toBe(404);
+    });
+
+    it('services refuse requests that did not come through the gateway', async () => {
+      const direct = await fetch(`${listingsUrl}/v1/listings`, { headers: { authorization: `Bearer ${admin}` } });
+      expect(direct.status).toBe(401);
+      expect(((await direct.json()) as { code: string }).code).toBe('unauthorized');
+    });
+
+    it('replays an Idempotency-Key across the proxy', async () => {
+      const headers = { 'idempotency-key': `idem-${run}` };
+      const first = await api(admin)('POST', '/v1/listings', listingBody(), headers);
+      const second = await api(admin)('POST', '/v1/listings', listingBody(), headers);
+      expect(second.status).toBe(201);
+      expect(second.body).toEqual(first.body);
+      expect(second.headers.get('idempotent-replayed')).toBe('true');
+    });
+
+    it('carries the request id to the service that handled the request, into its logs', async () => {
+      const requestId = `sys-${run}-trace`;
+      const res = await api(admin)('GET', '/v1/listings', undefined, { 'x-request-id': requestId });
+      expect(res.headers.get('x-request-id')).toBe(requestId);
+      await sleep(200);
+      const listingsLog = cluster.process('listings').output();
+      const lines = listingsLog.split('\n').filter((l) => l.includes(requestId));
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(JSON.parse(line)).toMatchObject({ service: 'listings', requestId });
+      const allLogs = cluster.processes.map((s) => s.output()).join('\n');
+      expect(allLogs).not.toContain(admin);
+    });
+
+    it('serves the merged OpenAPI document at the gateway', async () => {
+      const doc = (await (await fetch(`${gateway}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+      expect(Object.keys(doc.paths)).toEqual(
+        expect.arrayContaining(['/v1/listings', '/v1/listings/{id}', '/v1/api-keys']),
+      );
+    });
+  },
+);

@@ -1,0 +1,263 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildDist, REPO_ROOT, type EngineVar } from '@estate/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import mongoose from 'mongoose';
+
+/**
+ * Tier 3 harness: the services as separate processes (the bundles in dist/) on the real engines, each cluster with
+ * a NATS namespace, databases and a search index of its own, so suites running side by side never share work.
+ */
+
+export type ServiceName = 'listings' | 'media' | 'leads';
+export type ProcessName = ServiceName | 'gateway';
+export type EngineUrls = Record<EngineVar, string>;
+
+export interface RunningService {
+  name: ProcessName;
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+}
+
+export interface ClusterOptions {
+  /** Prefix of the run's databases, NATS namespace and search index, e.g. 'sysleads'. */
+  name: string;
+  engines: EngineUrls;
+  /** Processes per service (default one each; 0 leaves a service out). Gateway i forwards to replica i of each. */
+  replicas?: Partial<Record<ServiceName, number>>;
+  gateways?: number;
+  /** Which bootstrap keys the gateways get (default both). */
+  keys?: { admin?: boolean; platform?: boolean };
+  logLevel?: 'info' | 'warn';
+}
+
+export interface Cluster {
+  run: string;
+  namespace: string;
+  /** The first gateway, and all of them. */
+  gateway: string;
+  gateways: string[];
+  keys: { admin: string; platform: string };
+  /** The secret the gateways sign forwarded identities with (to call a service directly, as a gateway would). */
+  signingSecret: string;
+  processes: RunningService[];
+  /** The `replica`-th process of a service (in start order). */
+  process(name: ProcessName, replica?: number): RunningService;
+  stop(): Promise<void>;
+}
+
+const SERVICES: ServiceName[] = ['listings', 'media', 'leads'];
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+async function startProcess(name: ProcessName, env: Record<string, string>): Promise<RunningService> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'services', name, 'main.js')], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  return { name, url: `http://127.0.0.1:${port}`, child, output: () => out };
+}
+
+async function waitUp(url: string, probe: string, all: RunningService[], timeoutMs: number): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    const dead = all.find((s) => s.child.exitCode !== null);
+    if (dead) throw new Error(`${dead.name} exited early:\n${dead.output()}`);
+    const res = await fetch(`${url}${probe}`).catch(() => undefined);
+    if (res?.ok) return;
+    if (Date.now() - start > timeoutMs) {
+      const tails = all.map((s) => `--- ${s.name}\n${s.output().slice(-2000)}`).join('\n');
+      throw new Error(`${url} not up after ${timeoutMs} ms:\n${tails}`);
+    }
+    await sleep(250);
+  }
+}
+
+/** SIGTERM, then SIGKILL if a process has not gone within the grace period. */
+async function stopAll(services: RunningService[], graceMs = 10_000): Promise<void> {
+  await Promise.all(
+    services.map(
+      (s) =>
+        new Promise<void>((resolve) => {
+          if (s.child.exitCode !== null || s.child.signalCode !== null) return resolve();
+          const timer = setTimeout(() => s.child.kill('SIGKILL'), graceMs);
+          s.child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          s.child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+const searchIndex = (name: string, run: string) => `${name}-${run}-listings`;
+
+/**
+ * Starts the services, then the gateways one after the other (the first makes the gateway database, the next
+ * find it), and waits until every process is ready.
+ */
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  buildDist();
+  const run = randomBytes(4).toString('hex');
+  const namespace = `${options.name}_${run}`;
+  const keys = {
+    admin: `ek_${options.name}_admin_${randomBytes(16).toString('hex')}`,
+    platform: `ek_${options.name}_platform_${randomBytes(16).toString('hex')}`,
+  };
+  const signingSecret = randomBytes(32).toString('hex');
+  const replicas = Object.fromEntries(SERVICES.map((s) => [s, options.replicas?.[s] ?? 1])) as Record<
+    ServiceName,
+    number
+  >;
+  const database = (name: ProcessName) => `${options.name}_${run}_${name}`;
+  const { MONGODB_URL, NATS_URL, ELASTICSEARCH_URL } = options.engines;
+  const common = {
+    MONGODB_URL,
+    NATS_URL,
+    NATS_NAMESPACE: namespace,
+    INTERNAL_SIGNING_SECRET: signingSecret,
+    LOG_LEVEL: options.logLevel ?? 'info',
+    ELASTICSEARCH_URL,
+    ELASTICSEARCH_INDEX: searchIndex(options.name, run),
+  };
+  const processes: RunningService[] = [];
+  const instances = (name: ProcessName) => processes.filter((s) => s.name === name);
+  const cluster: Cluster = {
+    run,
+    namespace,
+    gateway: '',
+    gateways: [],
+    keys,
+    signingSecret,
+    processes,
+    process(name, replica = 0) {
+      const found = instances(name)[replica];
+      if (!found) throw new Error(`no ${name} process #${replica} in this cluster`);
+      return found;
+    },
+    async stop() {
+      if (process.env.DEBUG_SYS)
+        for (const s of processes) process.stderr.write(`--- ${s.name}\n${s.output().slice(-3000)}\n`);
+      await stopAll(processes);
+      await dropRun(options.engines, {
+        databases: ['gateway' as const, ...SERVICES.filter((s) => replicas[s] > 0)].map(database),
+        searchIndex: searchIndex(options.name, run),
+        namespace,
+      });
+    },
+  };
+  try {
+    for (const name of SERVICES) {
+      for (let i = 0; i < replicas[name]; i++)
+        processes.push(await startProcess(name, { ...common, MONGODB_DATABASE: database(name) }));
+    }
+    const upstreamsFor = (gateway: number) =>
+      Object.fromEntries(
+        SERVICES.filter((s) => replicas[s] > 0).map((s) => [
+          `${s.toUpperCase()}_URL`,
+          instances(s)[gateway % replicas[s]].url,
+        ]),
+      );
+    // The gateway is ready when every upstream is; without all of them it can only be live.
+    const probe = SERVICES.every((s) => replicas[s] > 0) ? '/health/ready' : '/health/live';
+    for (let i = 0; i < (options.gateways ?? 1); i++) {
+      const gateway = await startProcess('gateway', {
+        ...common,
+        MONGODB_DATABASE: database('gateway'),
+        ...upstreamsFor(i),
+        ...(options.keys?.admin === false ? {} : { ADMIN_API_KEY: keys.admin }),
+        ...(options.keys?.platform === false ? {} : { PLATFORM_API_KEY: keys.platform }),
+      });
+      processes.push(gateway);
+      cluster.gateways.push(gateway.url);
+      await waitUp(gateway.url, probe, processes, 60_000);
+    }
+    cluster.gateway = cluster.gateways[0];
+    for (const s of processes) await waitUp(s.url, s.name === 'gateway' ? probe : '/health/ready', processes, 60_000);
+  } catch (err) {
+    await cluster.stop().catch(() => undefined);
+    throw err;
+  }
+  return cluster;
+}
+
+/** Removes what a run left on the engines: its databases, the indices behind its search alias, its JetStream streams. */
+export async function dropRun(
+  engines: EngineUrls,
+  run: { databases: string[]; searchIndex: string; namespace: string },
+): Promise<void> {
+  const conn = await mongoose.createConnection(engines.MONGODB_URL).asPromise();
+  try {
+    for (const db of run.databases) await conn.useDb(db).dropDatabase();
+  } finally {
+    await conn.close();
+  }
+  // By name: wildcard deletes may be refused.
+  const res = await fetch(`${engines.ELASTICSEARCH_URL}/${run.searchIndex}-*`);
+  if (res.ok) {
+    for (const index of Object.keys((await res.json()) as Record<string, unknown>)) {
+      await fetch(`${engines.ELASTICSEARCH_URL}/${index}`, { method: 'DELETE' });
+    }
+  }
+  // The durable consumers go with their streams.
+  const nc = await connect({ servers: engines.NATS_URL, name: `cleanup-${run.namespace}` });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for await (const s of jsm.streams.list())
+      if (s.config.name.startsWith(`${run.namespace}_`)) await jsm.streams.delete(s.config.name);
+  } finally {
+    await nc.close();
+  }
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  // Whatever JSON the endpoint answered: tests assert on its shape.
+  body: ReturnType<typeof JSON.parse>;
+}
+
+export type Api = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<ApiResponse>;
+
+/** Calls the API at `baseUrl` as a client would, with `key` as its bearer token (none when null); JSON or multipart bodies. */
+export function apiClient(baseUrl: string, key: string | null): Api {
+  return async (method, path, body, headers = {}) => {
+    const multipart = body instanceof FormData;
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined && !multipart ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : multipart ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+}
