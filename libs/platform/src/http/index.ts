@@ -139,4 +139,4 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
 export function typed(app: FastifyInstance) {
   return app.withTypeProvider<ZodTypeProvider>();
 }
-export { ifMatchVersion, setEtag } from './versioning';
+export { ifMatchVersion, setEtag, withEtag } from './versioning';

@@ -6,6 +6,12 @@ export function setEtag(reply: FastifyReply, version: number): void {
   reply.header('etag', `"${version}"`);
 }
 
+/** Answers a versioned resource with its `ETag`. */
+export function withEtag<T extends { version: number }>(reply: FastifyReply, resource: T): T {
+  setEtag(reply, resource.version);
+  return resource;
+}
+
 /** The version an `If-Match` header asks for; undefined when absent or `*`. */
 export function ifMatchVersion(request: FastifyRequest): number | undefined {
   const raw = request.headers['if-match'];

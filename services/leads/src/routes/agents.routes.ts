@@ -2,7 +2,7 @@ import { deleted, idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { agent, agentCreate, agentListQuery, agentPage, agentPatch } from '@estate/contracts/leads';
 import { callerOf } from '@estate/platform/auth';
-import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
+import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { AgentsService } from '../agents.service';
 
@@ -37,11 +37,7 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
     {
       schema: { tags, summary: 'Get an agent', params: idParams, response: { 200: agent, ...errors } },
     },
-    async (request, reply) => {
-      const found = await agents.get(callerOf(request), request.params.id);
-      setEtag(reply, found.version);
-      return found;
-    },
+    async (request, reply) => withEtag(reply, await agents.get(callerOf(request), request.params.id)),
   );
 
   r.patch(
@@ -55,11 +51,8 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
         response: { 200: agent, ...errors },
       },
     },
-    async (request, reply) => {
-      const updated = await agents.update(callerOf(request), request.params.id, request.body, ifMatchVersion(request));
-      setEtag(reply, updated.version);
-      return updated;
-    },
+    async (request, reply) =>
+      withEtag(reply, await agents.update(callerOf(request), request.params.id, request.body, ifMatchVersion(request))),
   );
 
   r.delete(

@@ -2,7 +2,7 @@ import { idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { lead, leadCapture, leadCaptured, leadPage, leadPatch, leadSearchQuery } from '@estate/contracts/leads';
 import { callerOf, requestContext } from '@estate/platform/auth';
-import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
+import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { LeadsService } from '../leads.service';
 import type { RoutingService } from '../routing.service';
@@ -59,11 +59,7 @@ export async function leadRoutes(
         response: { 200: lead, ...errors },
       },
     },
-    async (request, reply) => {
-      const found = await leads.get(callerOf(request), request.params.id);
-      setEtag(reply, found.version);
-      return found;
-    },
+    async (request, reply) => withEtag(reply, await leads.get(callerOf(request), request.params.id)),
   );
 
   r.patch(
@@ -78,16 +74,11 @@ export async function leadRoutes(
         response: { 200: lead, ...errors },
       },
     },
-    async (request, reply) => {
-      const updated = await leads.update(
-        requestContext(request),
-        request.params.id,
-        request.body,
-        ifMatchVersion(request),
-      );
-      setEtag(reply, updated.version);
-      return updated;
-    },
+    async (request, reply) =>
+      withEtag(
+        reply,
+        await leads.update(requestContext(request), request.params.id, request.body, ifMatchVersion(request)),
+      ),
   );
 
   r.post(

@@ -12,7 +12,7 @@ import {
   routingSettingsPut,
 } from '@estate/contracts/leads';
 import { callerOf } from '@estate/platform/auth';
-import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
+import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { RoutingRulesService } from '../routing-rules.service';
 import type { RoutingService } from '../routing.service';
@@ -61,11 +61,7 @@ export async function routingRoutes(
     {
       schema: { tags, summary: 'Get a routing rule', params: idParams, response: { 200: routingRule, ...errors } },
     },
-    async (request, reply) => {
-      const found = await rules.getRule(callerOf(request), request.params.id);
-      setEtag(reply, found.version);
-      return found;
-    },
+    async (request, reply) => withEtag(reply, await rules.getRule(callerOf(request), request.params.id)),
   );
 
   r.patch(
@@ -79,16 +75,11 @@ export async function routingRoutes(
         response: { 200: routingRule, ...errors },
       },
     },
-    async (request, reply) => {
-      const updated = await rules.updateRule(
-        callerOf(request),
-        request.params.id,
-        request.body,
-        ifMatchVersion(request),
-      );
-      setEtag(reply, updated.version);
-      return updated;
-    },
+    async (request, reply) =>
+      withEtag(
+        reply,
+        await rules.updateRule(callerOf(request), request.params.id, request.body, ifMatchVersion(request)),
+      ),
   );
 
   r.delete(
@@ -108,11 +99,7 @@ export async function routingRoutes(
         response: { 200: routingSettings, ...errors },
       },
     },
-    async (request, reply) => {
-      const settings = await rules.getSettings(callerOf(request));
-      setEtag(reply, settings.version);
-      return settings;
-    },
+    async (request, reply) => withEtag(reply, await rules.getSettings(callerOf(request))),
   );
 
   r.put(
@@ -125,11 +112,8 @@ export async function routingRoutes(
         response: { 200: routingSettings, ...errors },
       },
     },
-    async (request, reply) => {
-      const settings = await rules.putSettings(callerOf(request), request.body, ifMatchVersion(request));
-      setEtag(reply, settings.version);
-      return settings;
-    },
+    async (request, reply) =>
+      withEtag(reply, await rules.putSettings(callerOf(request), request.body, ifMatchVersion(request))),
   );
 
   r.post(

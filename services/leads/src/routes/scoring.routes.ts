@@ -1,7 +1,7 @@
 import { problem } from '@estate/contracts/errors';
 import { scoringConfig, scoringConfigInput } from '@estate/contracts/leads';
 import { callerOf } from '@estate/platform/auth';
-import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
+import { ifMatchVersion, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { ScoringService } from '../scoring.service';
 
@@ -20,11 +20,7 @@ export async function scoringRoutes(app: FastifyInstance, { scoring }: { scoring
         response: { 200: scoringConfig, ...errors },
       },
     },
-    async (request, reply) => {
-      const config = await scoring.get(callerOf(request));
-      setEtag(reply, config.version);
-      return config;
-    },
+    async (request, reply) => withEtag(reply, await scoring.get(callerOf(request))),
   );
 
   r.put(
@@ -37,10 +33,7 @@ export async function scoringRoutes(app: FastifyInstance, { scoring }: { scoring
         response: { 200: scoringConfig, ...errors },
       },
     },
-    async (request, reply) => {
-      const config = await scoring.put(callerOf(request), request.body, ifMatchVersion(request));
-      setEtag(reply, config.version);
-      return config;
-    },
+    async (request, reply) =>
+      withEtag(reply, await scoring.put(callerOf(request), request.body, ifMatchVersion(request))),
   );
 }

@@ -2,7 +2,7 @@ import { deleted, idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { listing, listingCreate, listingPage, listingPatch, listingSearchQuery } from '@estate/contracts/listings';
 import { callerOf, requestContext } from '@estate/platform/auth';
-import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
+import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { ListingsService } from '../listings.service';
 import type { SearchService } from '../search.service';
@@ -51,11 +51,7 @@ export async function listingRoutes(
     {
       schema: { tags, summary: 'Get a listing', params: idParams, response: { 200: listing, ...errors } },
     },
-    async (request, reply) => {
-      const found = await listings.get(callerOf(request), request.params.id);
-      setEtag(reply, found.version);
-      return found;
-    },
+    async (request, reply) => withEtag(reply, await listings.get(callerOf(request), request.params.id)),
   );
 
   r.patch(
@@ -69,16 +65,11 @@ export async function listingRoutes(
         response: { 200: listing, ...errors },
       },
     },
-    async (request, reply) => {
-      const updated = await listings.update(
-        requestContext(request),
-        request.params.id,
-        request.body,
-        ifMatchVersion(request),
-      );
-      setEtag(reply, updated.version);
-      return updated;
-    },
+    async (request, reply) =>
+      withEtag(
+        reply,
+        await listings.update(requestContext(request), request.params.id, request.body, ifMatchVersion(request)),
+      ),
   );
 
   r.delete(

@@ -17,7 +17,7 @@ import {
 } from '@estate/contracts/media';
 import { callerOf, requestContext } from '@estate/platform/auth';
 import { AppError, validationError } from '@estate/platform/errors';
-import { ifMatchVersion, setEtag, typed } from '@estate/platform/http';
+import { ifMatchVersion, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GalleryService } from '../gallery.service';
 import type { UploadService, UploadSession } from '../upload.service';
@@ -165,11 +165,8 @@ export async function mediaRoutes(
     {
       schema: { tags, summary: 'One media item', params: mediaParams, response: { 200: media, ...errors } },
     },
-    async (request, reply) => {
-      const found = await gallery.get(callerOf(request), request.params.id, request.params.mediaId);
-      setEtag(reply, found.version);
-      return found;
-    },
+    async (request, reply) =>
+      withEtag(reply, await gallery.get(callerOf(request), request.params.id, request.params.mediaId)),
   );
 
   r.patch(
@@ -183,17 +180,17 @@ export async function mediaRoutes(
         response: { 200: media, ...errors },
       },
     },
-    async (request, reply) => {
-      const updated = await gallery.update(
-        requestContext(request),
-        request.params.id,
-        request.params.mediaId,
-        request.body,
-        ifMatchVersion(request),
-      );
-      setEtag(reply, updated.version);
-      return updated;
-    },
+    async (request, reply) =>
+      withEtag(
+        reply,
+        await gallery.update(
+          requestContext(request),
+          request.params.id,
+          request.params.mediaId,
+          request.body,
+          ifMatchVersion(request),
+        ),
+      ),
   );
 
   r.delete(
