@@ -1,15 +1,14 @@
+import { startEmbedded } from './harness';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Job, JobProgress } from '@estate/contracts/jobs';
 import { listingBody, readSse } from '@estate/testing';
-import pino from 'pino';
-import { composeEmbedded, type EmbeddedProduct } from '../src/compose';
+import type { EmbeddedProduct } from '../src/compose';
 
 const ADMIN = 'ek_test_admin_key_0123456789abcdefghijkl';
 const PLATFORM = 'ek_test_platform_key_0123456789abcdefghij';
-const log = pino({ level: 'silent' });
 
 /** Bulk jobs through the gateway edge of the embedded profile, over real HTTP (the event stream needs it). */
 describe('bulk jobs and their event stream, embedded profile', () => {
@@ -43,18 +42,7 @@ describe('bulk jobs and their event stream, embedded profile', () => {
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'embedded-bulk-'));
-    product = await composeEmbedded(
-      {
-        port: 0,
-        host: '127.0.0.1',
-        dataDir: dir,
-        adminApiKey: ADMIN,
-        platformApiKey: PLATFORM,
-        rateLimitPerMinute: 1000,
-        logLevel: 'silent',
-      },
-      log,
-    );
+    product = await startEmbedded(dir, { adminApiKey: ADMIN, platformApiKey: PLATFORM });
     await product.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(product.app.server.address() as AddressInfo).port}`;
   });

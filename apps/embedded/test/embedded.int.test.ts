@@ -1,3 +1,4 @@
+import { startEmbedded } from './harness';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -208,10 +209,7 @@ describe('embedded profile through the gateway edge', () => {
 describe('rate limits per key', () => {
   it('answers 429 with Retry-After past the limit, with RateLimit headers on every answer', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'embedded-rl-'));
-    const product = await composeEmbedded(
-      { port: 0, host: '127.0.0.1', dataDir: dir, adminApiKey: ADMIN, rateLimitPerMinute: 3, logLevel: 'silent' },
-      log,
-    );
+    const product = await startEmbedded(dir, { adminApiKey: ADMIN, rateLimitPerMinute: 3 });
     try {
       const get = () =>
         product.app.inject({ method: 'GET', url: '/v1/listings', headers: { authorization: `Bearer ${ADMIN}` } });

@@ -1,3 +1,4 @@
+import { startEmbedded } from './harness';
 import { MemoryListingIndex } from '@estate/search/memory-listing.index';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import { eventually, identityFor, listingBody } from '@estate/testing';
 import type { InjectOptions } from 'fastify';
 import pino from 'pino';
 import sharp from 'sharp';
-import { composeEmbedded, type EmbeddedProduct } from '../src/compose';
+import type { EmbeddedProduct } from '../src/compose';
 
 const ADMIN = 'ek_test_admin_key_media_0123456789abcdefgh';
 const log = pino({ level: 'silent' });
@@ -62,10 +63,7 @@ describe('media in the embedded profile: upload through the gateway edge, summar
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'embedded-media-'));
-    product = await composeEmbedded(
-      { port: 0, host: '127.0.0.1', dataDir: dir, adminApiKey: ADMIN, rateLimitPerMinute: 10_000, logLevel: 'silent' },
-      log,
-    );
+    product = await startEmbedded(dir, { adminApiKey: ADMIN, rateLimitPerMinute: 10_000 });
   });
   afterEach(async () => {
     await product.close();

@@ -1,8 +1,8 @@
+import { startEmbedded } from './harness';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
-import { composeEmbedded, type EmbeddedProduct } from '../src/compose';
+import type { EmbeddedProduct } from '../src/compose';
 import { NEDB_BACKUP_DIR } from '../src/nedb-import';
 
 // A data folder written by the NeDB version: three listings made (one deleted, one updated), an
@@ -11,24 +11,12 @@ const FIXTURE = join(__dirname, 'fixtures', 'nedb-data');
 const ADMIN = 'test-admin-key-0123456789abcdef';
 const PLATFORM = 'test-platform-key-0123456789abcdef';
 const LISTING = 'lst_3kqswp3vXmLe_8l9';
-const log = pino({ level: 'silent' });
 
 describe('upgrading a data folder of the NeDB version', () => {
   let dir: string;
   let product: EmbeddedProduct | undefined;
   const start = async () => {
-    product = await composeEmbedded(
-      {
-        port: 0,
-        host: '127.0.0.1',
-        dataDir: dir,
-        adminApiKey: ADMIN,
-        platformApiKey: PLATFORM,
-        rateLimitPerMinute: 1000,
-        logLevel: 'silent',
-      },
-      log,
-    );
+    product = await startEmbedded(dir, { adminApiKey: ADMIN, platformApiKey: PLATFORM });
     return product;
   };
   const get = (url: string) =>

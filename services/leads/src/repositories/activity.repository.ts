@@ -5,8 +5,8 @@ import {
   type DocumentStore,
   type Filter,
   type FindOptions,
+  storable,
 } from '@estate/store';
-import { storable } from './documents';
 
 /** An activity as stored: the timeline entry plus its account; optional fields are absent rather than null. */
 type ActivityDoc = Omit<Activity, 'customType' | 'summary' | 'data' | 'listingId'> & {

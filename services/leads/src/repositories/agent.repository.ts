@@ -6,8 +6,9 @@ import {
   type DocumentStore,
   type Filter,
   type FindOptions,
+  replaceFields,
+  storable,
 } from '@estate/store';
-import { replaceFields, storable } from './documents';
 
 /**
  * A capacity slot is a token: one open lead the agent holds. Plain strings keep agent documents

@@ -1,9 +1,9 @@
+import { replaceFields, storable } from '@estate/store';
 import type { ActivitySummary, Assignment, LeadStatus, ScoreBreakdown } from '@estate/contracts/leads';
 import type { OutboxDoc, OutboxEntry } from '@estate/bus';
 import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
 import { emailKey, phoneKey, searchTokens } from '../contact.rules';
 import type { EngagementType } from '../scoring.rules';
-import { replaceFields, storable } from './documents';
 
 /** The lead as the service works on it: the public fields plus what it keeps to compute them. */
 export interface LeadRecord {

@@ -1,6 +1,5 @@
 import type { LeadListingSummary } from '@estate/contracts/leads';
-import { DuplicateKeyError, type DocumentCollection, type DocumentStore, type Update } from '@estate/store';
-import { storable } from './documents';
+import { DuplicateKeyError, type DocumentCollection, type DocumentStore, type Update, storable } from '@estate/store';
 
 type Photo = LeadListingSummary['primaryPhoto'];
 

@@ -1,6 +1,5 @@
 import type { RoutingRule, RoutingSettings } from '@estate/contracts/leads';
-import { DuplicateKeyError, type DocumentCollection, type DocumentStore } from '@estate/store';
-import { replaceFields, storable } from './documents';
+import { DuplicateKeyError, type DocumentCollection, type DocumentStore, replaceFields, storable } from '@estate/store';
 
 type RuleDoc = Omit<RoutingRule, 'weights'> & { accountId: string; weights?: Record<string, number> };
 type SettingsDoc = RoutingSettings & { id: string };

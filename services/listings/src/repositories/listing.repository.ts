@@ -1,3 +1,4 @@
+import { storable } from '@estate/store';
 import type { Listing, ListingMediaSummary } from '@estate/contracts/listings';
 import { notDeleted, updateWithOutbox, withOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
 import {
@@ -49,11 +50,6 @@ const FIELDS_REPLACED_ON_UPDATE = [
 function toListing(doc: ListingDoc): Listing {
   const { accountId, externalKey, _applied, _mediaRevision, ...rest } = withoutOutbox(doc);
   return { ...rest, listedAt: rest.listedAt ?? null } as Listing;
-}
-
-/** Drops nulls so optional fields are absent in storage (both engines sort and match absence alike). */
-function storable<T extends object>(doc: T): T {
-  return Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== null && v !== undefined)) as T;
 }
 
 export class ListingRepository {

@@ -1,4 +1,4 @@
-import type { Update } from '@estate/store';
+import type { Update } from './document-store';
 
 /** Drops null and undefined fields: optional fields are absent in storage, so every engine sorts and matches them alike. */
 export function storable<T extends object>(doc: T): T {
