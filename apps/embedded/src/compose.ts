@@ -43,8 +43,16 @@ export async function composeEmbedded(
     media: SqliteDocumentStore.open(storeFile(config.dataDir, 'media')),
     leads: SqliteDocumentStore.open(storeFile(config.dataDir, 'leads')),
   };
-  const listingIndex = options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database });
-  const listings = await composeListings({ store: stores.listings, bus, log, index: listingIndex });
+  const listingIndex =
+    options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
+  const listings = await composeListings({
+    store: stores.listings,
+    bus,
+    log,
+    index: listingIndex,
+    transaction: (fn) => stores.listings.transaction(fn),
+    indexInStore: listingIndex instanceof SqliteListingIndex,
+  });
   const media = await composeMedia({
     store: stores.media,
     bus,

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Bus } from './bus';
 
 /**
- * Transactional outbox without multi-document transactions (FerretDB and NeDB have none):
+ * Transactional outbox without multi-document transactions (FerretDB has none):
  * the event is written into the changed document itself, in the same single-document write,
  * and a relay publishes it afterwards and clears it. A crash between the write and the publish
  * leaves the entry in the document; the next sweep (at the latest on restart) publishes it.

@@ -1,4 +1,4 @@
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import pino from 'pino';
 import type { BusMessage } from '../src/bus';
 import { MemoryBus } from '../src/memory.bus';
@@ -18,7 +18,7 @@ describe('OutboxRelay.relayNow', () => {
     const bus = new MemoryBus(log);
     const seen: BusMessage<'listings.listing.deleted'>[] = [];
     await bus.subscribe(['listings.listing.deleted'], { durable: 'test' }, async (m) => void seen.push(m));
-    const col = await new NedbDocumentStore().collection<OutboxDoc>('things');
+    const col = await SqliteDocumentStore.open(':memory:').collection<OutboxDoc>('things');
     const relay = new OutboxRelay({ bus, log });
     relay.watch('things', col);
     await col.insertOne({ id: 'a', version: 1, ...withOutbox(deleted('a', 1)) });

@@ -36,6 +36,11 @@ export interface SqliteListingIndexOptions {
   database: Database.Database | string;
   /** Which index this is: every index fed from the listing events needs its own consumer of them. */
   name?: string;
+  /**
+   * The owner of a shared connection, whose transactions span awaits: each operation waits until no
+   * transaction of another caller is open, and runs inside the caller's own (committing with it).
+   */
+  gate?: { turn(): Promise<void> };
 }
 
 /** Runs one statement of a search: for real, or to see its plan. */
@@ -297,13 +302,15 @@ export class SqliteListingIndex implements ListingIndex {
   readonly name: string;
   private readonly db: Database.Database;
   private readonly owned: boolean;
+  private readonly gate?: { turn(): Promise<void> };
   private readonly statements = new Map<string, Database.Statement>();
   /** `replaceAll` fills one connection-private staging table: one at a time. */
   private replacing: Promise<unknown> = Promise.resolve();
 
   constructor(options: SqliteListingIndexOptions | Database.Database | string) {
-    const { database, name } =
-      typeof options === 'string' || options instanceof Database ? { database: options, name: undefined } : options;
+    const { database, name, gate } =
+      typeof options === 'string' || options instanceof Database ? { database: options } : options;
+    this.gate = gate;
     this.owned = typeof database === 'string';
     this.db = typeof database === 'string' ? new Database(database) : database;
     if (this.owned) {
@@ -322,6 +329,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   async open(): Promise<{ created: boolean }> {
+    await this.gate?.turn();
     return this.guard('open the index', () =>
       this.db
         .transaction(() => {
@@ -337,6 +345,7 @@ export class SqliteListingIndex implements ListingIndex {
 
   async upsert(listings: readonly IndexedListing[]): Promise<void> {
     if (listings.length === 0) return;
+    await this.gate?.turn();
     this.guard('write', () =>
       this.db
         .transaction(() => {
@@ -352,6 +361,7 @@ export class SqliteListingIndex implements ListingIndex {
 
   async remove(removals: readonly ListingRemoval[]): Promise<void> {
     if (removals.length === 0) return;
+    await this.gate?.turn();
     this.guard('write', () =>
       this.db
         .transaction(() => {
@@ -374,6 +384,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   async search(search: ListingSearch): Promise<ListingSearchResult> {
+    await this.gate?.turn();
     const started = performance.now();
     const result = this.guard('search', () =>
       this.execute(search, (sql, params) => this.statement(sql).all(...params)),
@@ -399,6 +410,7 @@ export class SqliteListingIndex implements ListingIndex {
   async *scanIds(): AsyncIterable<Array<{ id: string; version: number }>> {
     let after = '';
     for (;;) {
+      await this.gate?.turn();
       const rows = this.guard('scan', () =>
         this.statement(
           'SELECT listing_id AS id, version FROM search_listings WHERE listing_id > ? ORDER BY listing_id LIMIT ?',
@@ -494,6 +506,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   private async replace(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
+    await this.gate?.turn();
     this.guard('start the new index', () =>
       this.db.exec(
         `DROP TABLE IF EXISTS temp.search_staging; CREATE TEMP TABLE search_staging (id INTEGER PRIMARY KEY, ${COLUMN_TYPES}, doc TEXT NOT NULL, text TEXT NOT NULL)`,
@@ -501,6 +514,7 @@ export class SqliteListingIndex implements ListingIndex {
     );
     try {
       for await (const batch of read()) {
+        await this.gate?.turn();
         this.guard('fill the new index', () =>
           this.db.transaction(() => {
             for (const item of batch) this.write('temp.search_staging', projectListing(item), item.listing);
@@ -508,6 +522,7 @@ export class SqliteListingIndex implements ListingIndex {
         );
       }
       const columns = COLUMNS.join(', ');
+      await this.gate?.turn();
       return this.guard('swap the new index in', () =>
         this.db
           .transaction(() => {

@@ -106,7 +106,7 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
     try {
       if (this.lease) return await this.lease.updateMany(this.name, this.col, engineFilter, engineUpdate);
       if (Object.keys(engineUpdate).length === 0) return await this.count(filter);
-      // Matched rather than modified: NeDB counts every matched document, and so does the port.
+      // Matched rather than modified: the port counts every matched document.
       return (await this.col.updateMany(engineFilter, engineUpdate)).matchedCount;
     } catch (err) {
       throw this.mapError(err);

@@ -108,6 +108,22 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       expect(await c.count({ accountId: 'a1' })).toBe(3);
     });
 
+    it('matches a field of any sub-document in an array (dotted path through the array)', async () => {
+      const c = await store.collection<Thing & { items?: Array<{ status: string }> }>(`galleries_${suffix}`, [
+        { fields: { 'items.status': 1 } },
+      ]);
+      await c.insertOne({ ...thing({ id: 'g1' }), items: [{ status: 'ready' }, { status: 'uploading' }] });
+      await c.insertOne({ ...thing({ id: 'g2' }), items: [{ status: 'ready' }] });
+      await c.insertOne(thing({ id: 'g3' }));
+      const ids = async (f: Record<string, unknown>) => (await c.find(f, { sort: { id: 1 } })).map((t) => t.id);
+      expect(await ids({ 'items.status': 'uploading' })).toEqual(['g1']);
+      expect(await ids({ 'items.status': { $in: ['ready'] } })).toEqual(['g1', 'g2']);
+      expect(await ids({ 'items.status': { $exists: true } })).toEqual(['g1', 'g2']);
+      const plain = await store.collection<Thing & { items?: Array<{ status: string }> }>(`plain_${suffix}`);
+      await plain.insertOne({ ...thing({ id: 'h1' }), items: [{ status: 'ready' }, { status: 'uploading' }] });
+      expect((await plain.find({ 'items.status': 'uploading' })).map((t) => t.id)).toEqual(['h1']);
+    });
+
     it('sorts on several fields, skips and limits (keyset pagination shape)', async () => {
       const c = await col();
       for (const [id, price] of [

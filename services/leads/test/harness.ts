@@ -6,7 +6,7 @@ import type { Subject } from '@estate/contracts/events';
 import type { Listing } from '@estate/contracts/listings';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { type DocumentStore } from '@estate/store';
 import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -46,7 +46,7 @@ export interface LeadsHarness {
 export async function startLeads(
   options: { store?: DocumentStore; bus?: Bus; clock?: () => Date; record?: boolean } = {},
 ): Promise<LeadsHarness> {
-  const store = options.store ?? new NedbDocumentStore();
+  const store = options.store ?? SqliteDocumentStore.open(':memory:');
   const bus = options.bus ?? new MemoryBus(log, 5);
   const events: LeadsHarness['events'] = [];
   const recorder =

@@ -1,6 +1,6 @@
 import { OutboxRelay, type Bus } from '@estate/bus';
 import type { ListingIndex } from '@estate/search';
-import type { DocumentStore } from '@estate/store';
+import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import { BulkService } from './bulk.service';
 import { MediaSummarySubscriber } from './events/media-summary.subscriber';
@@ -21,6 +21,13 @@ export interface ListingsDeps {
   /** The search index adapter (Elasticsearch, or the in-process one). */
   index: ListingIndex;
   clock?: () => Date;
+  /**
+   * The store's transaction, where it has one (SQLite): bulk jobs then commit many items at once.
+   * With `indexInStore`, the index lives in the same database and joins it: listing writes change
+   * the index in their own commit.
+   */
+  transaction?: Transaction;
+  indexInStore?: boolean;
 }
 
 export interface ListingsRuntime {
@@ -52,12 +59,13 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   relay.watch(LISTINGS_COLLECTION, listings.collection);
   relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
 
-  const service = new ListingsService({ listings, outbox: relay, clock });
+  const inline = deps.transaction && deps.indexInStore ? { index, transaction: deps.transaction } : undefined;
+  const service = new ListingsService({ listings, outbox: relay, clock, inline });
   const search = new SearchService({ index });
   const reindex = new ReindexService({ listings, index });
   const upserts = new ListingUpsertService({ writes: service, listings });
   const bulk = new BulkService({ jobs, outbox: relay, clock, log });
-  const bulkWorker = new BulkWorker({ jobs, upserts, bus: deps.bus, clock, log });
+  const bulkWorker = new BulkWorker({ jobs, upserts, bus: deps.bus, clock, log, transaction: deps.transaction });
   const indexer = new SearchIndexerSubscriber({ bus: deps.bus, index, log });
   const mediaSummary = new MediaSummarySubscriber({ bus: deps.bus, listings, outbox: relay, clock, log });
   return {

@@ -5,7 +5,7 @@ import type { JobProgress } from '@estate/contracts/jobs';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
 import { MemoryListingIndex } from '@estate/search/memory-listing.index';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
@@ -25,12 +25,12 @@ export const listingSubjects = [
 ] as const;
 
 /**
- * The listings service over HTTP with `app.inject()`, on the embedded adapters: NeDB in memory,
+ * The listings service over HTTP with `app.inject()`, on the embedded adapters: SQLite in memory,
  * the in-process bus and the in-process search index, behind the gateway's signed identity.
  * `restart()` stands for the next process over the same store: a new bus and an empty index.
  */
 export class ListingsHarness {
-  readonly store = new NedbDocumentStore();
+  readonly store = SqliteDocumentStore.open(':memory:');
   /** Every listing event published, in order and across restarts (complete after `runtime.relay.flush()`). */
   readonly events: BusMessage<(typeof listingSubjects)[number]>[] = [];
   /** Every job progress notice, in order and across restarts. */

@@ -9,7 +9,7 @@ import type { Listing } from '@estate/contracts/listings';
 import type { Media } from '@estate/contracts/media';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { asCaller, eventually, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
@@ -71,7 +71,7 @@ function filesUnder(dir: string): string[] {
 export interface MediaHarness {
   app: FastifyInstance;
   runtime: MediaRuntime;
-  store: NedbDocumentStore;
+  store: SqliteDocumentStore;
   blobs: FsBlobStore;
   bus: MemoryBus;
   /** Every `media.media.changed` published, in order (after `runtime.relay.flush()`). */
@@ -94,7 +94,7 @@ export interface MediaHarness {
 
 let listingSeq = 0;
 
-/** The media service over HTTP with `app.inject()`: NeDB in memory, MemoryBus, files in a temporary directory. */
+/** The media service over HTTP with `app.inject()`: SQLite in memory, MemoryBus, files in a temporary directory. */
 export async function startMedia(
   options: Partial<MediaOptions> = { listingWaitMs: 200, workers: 1 },
 ): Promise<MediaHarness> {
@@ -104,7 +104,7 @@ export async function startMedia(
   await bus.subscribe(['media.media.changed'], { durable: 'test' }, async (m) => {
     changes.push(m);
   });
-  const store = new NedbDocumentStore();
+  const store = SqliteDocumentStore.open(':memory:');
   const blobs = await FsBlobStore.open(join(dir, 'blobs'));
   const runtime = await composeMedia({ store, bus, blobs, log, options });
   const app = await createHttpApp({ service: 'media', logger: log });

@@ -7,7 +7,7 @@ export function isTargetKind(value: string): value is TargetKind {
   return (targetKinds as readonly string[]).includes(value);
 }
 
-/** The whole embedded product (gateway edge + services on NeDB + in-process bus). */
+/** The whole embedded product (gateway edge + services on SQLite + in-process bus). */
 export interface EmbeddedSpec {
   kind: 'embedded';
   dataDir: string;

@@ -71,7 +71,7 @@ function compare(label: string, product: TargetResult, bare: TargetResult, note:
 export const leads: Scenario = {
   name: 'leads',
   description:
-    'POST /v1/leads (capture with de-duplication, scoring, listing summaries, outbox and timeline) and POST /v1/leads/:id/route (round robin, capacity slot, assignment) through the gateway edge (embedded profile, NeDB), and POST /v1/routing/preview (the decision alone), each vs bare Fastify answering the same JSON',
+    'POST /v1/leads (capture with de-duplication, scoring, listing summaries, outbox and timeline) and POST /v1/leads/:id/route (round robin, capacity slot, assignment) through the gateway edge (embedded profile, SQLite), and POST /v1/routing/preview (the decision alone), each vs bare Fastify answering the same JSON',
 
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const adminApiKey = `bench_${randomBytes(24).toString('base64url')}`;
