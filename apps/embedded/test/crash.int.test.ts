@@ -58,7 +58,7 @@ async function startProduct(dataDir: string): Promise<Running> {
   return { child, base, exited };
 }
 
-async function api(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function api(base: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: {
