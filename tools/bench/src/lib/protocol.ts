@@ -14,8 +14,11 @@ export interface EmbeddedSpec {
   adminApiKey: string;
   rateLimitPerMinute: number;
   logLevel: 'silent' | 'warn' | 'error';
-  /** Search bench: which index serves listings, and how many generated listings it is seeded with directly. */
-  search?: { index: 'memory' } | { index: 'elasticsearch'; url: string; alias: string };
+  /**
+   * Search bench: which index serves listings (the product's own SQLite one unless Elasticsearch), and how
+   * many generated listings are written straight into the data folder (SQLite) or the index before it serves.
+   */
+  search?: { index: 'sqlite' } | { index: 'elasticsearch'; url: string; alias: string };
   seedListings?: number;
 }
 
