@@ -4,7 +4,6 @@ import { listingStatuses, propertyTypes } from '@estate/contracts/listings';
 import { CITIES, WORDS, random } from '../lib/generated-listings';
 import { expectStatus } from '../lib/http';
 import type { LatencySummary, LoadResult } from '../lib/load';
-import type { EmbeddedSpec } from '../lib/protocol';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult, TargetResult } from '../lib/scenario';
 import type { ServerHandle } from '../lib/servers';
 
