@@ -3,18 +3,19 @@ import { AppError } from '@estate/platform/errors';
 import { decodeCursor, encodeCursor } from '@estate/platform/pagination';
 import type { ListingSearch, ListingSort, SearchAfter } from '@estate/search';
 
-/** Newest first without `q` (the order the list always had); best match first with it. */
+/** Newest first without `q` or `near` (the order the list always had); best match first with `q`, nearest with `near`. */
 const DEFAULT_SORT: ListingSort = { by: 'createdAt', direction: 'desc' };
 
-export function sortOf(query: Pick<ListingSearchQuery, 'sort' | 'q'>): ListingSort {
+export function sortOf(query: Pick<ListingSearchQuery, 'sort' | 'q' | 'near'>): ListingSort {
   if (query.sort) {
     const descending = query.sort.startsWith('-');
     return {
-      by: (descending ? query.sort.slice(1) : query.sort) as ListingSortField,
+      by: (descending ? query.sort.slice(1) : query.sort) as ListingSortField | 'distance',
       direction: descending ? 'desc' : 'asc',
     };
   }
-  return query.q !== undefined ? { by: 'relevance' } : DEFAULT_SORT;
+  if (query.q !== undefined) return { by: 'relevance' };
+  return query.near ? { by: 'distance', direction: 'asc' } : DEFAULT_SORT;
 }
 
 const sortName = (sort: ListingSort): string =>
