@@ -58,8 +58,14 @@ export async function composeEmbedded(
     bus,
     blobs: await FsBlobStore.open(join(config.dataDir, 'media', 'files')),
     log,
+    transaction: (fn) => stores.media.transaction(fn),
   });
-  const leads = await composeLeads({ store: stores.leads, bus, log });
+  const leads = await composeLeads({
+    store: stores.leads,
+    bus,
+    log,
+    transaction: (fn) => stores.leads.transaction(fn),
+  });
   const gateway = await composeGateway({
     store: stores.gateway,
     bus,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventPayload, Subject } from '@estate/contracts/events';
-import type { DocumentCollection, StoredDoc, Update } from '@estate/store';
+import type { DocumentCollection, StoredDoc, Transaction, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
 
@@ -66,7 +66,15 @@ export class OutboxRelay {
   private again = false;
   private stopped = false;
 
-  constructor(private readonly deps: { bus: Bus; log: Logger; intervalMs?: number }) {}
+  constructor(
+    private readonly deps: {
+      bus: Bus;
+      log: Logger;
+      intervalMs?: number;
+      /** The store's transaction, where it has one: a sweep then clears the entries it published in one commit. */
+      transaction?: Transaction;
+    },
+  ) {}
 
   /** Publishes the outbox entries of a collection's documents. */
   watch<T extends OutboxDoc>(name: string, col: DocumentCollection<T>): void {
@@ -135,17 +143,32 @@ export class OutboxRelay {
     for (const { name, col } of this.collections) {
       for (;;) {
         const docs = await col.find({ _outboxPending: true }, { limit: SWEEP_LIMIT });
-        for (const doc of docs) await this.relay(name, col, doc);
+        if (this.deps.transaction) {
+          // Publish in order, then clear together: one commit rather than one per document.
+          for (const doc of docs) await this.publish(doc);
+          await this.deps.transaction(async () => {
+            for (const doc of docs) await this.settle(name, col, doc);
+          });
+        } else for (const doc of docs) await this.relay(name, col, doc);
         if (docs.length < SWEEP_LIMIT) break;
       }
     }
   }
 
   private async relay(name: string, col: DocumentCollection<OutboxDoc>, doc: OutboxDoc): Promise<void> {
-    const entries = doc._outbox ?? [];
-    for (const e of entries) {
+    await this.publish(doc);
+    await this.settle(name, col, doc);
+  }
+
+  private async publish(doc: OutboxDoc): Promise<void> {
+    for (const e of doc._outbox ?? []) {
       await this.deps.bus.publish(e.subject, e.payload as never, { msgId: e.eventId, requestId: e.requestId });
     }
+  }
+
+  /** Clears the published entries of `doc`, or removes its tombstone; what was added meanwhile stays for the next sweep. */
+  private async settle(name: string, col: DocumentCollection<OutboxDoc>, doc: OutboxDoc): Promise<void> {
+    const entries = doc._outbox ?? [];
     if (doc._deleted) {
       if (await col.deleteOne({ id: doc.id, version: doc.version, _outboxPending: true })) return;
     } else if (

@@ -22,7 +22,7 @@ export interface ListingsDeps {
   index: ListingIndex;
   clock?: () => Date;
   /**
-   * The store's transaction, where it has one (SQLite): bulk jobs then commit many items at once.
+   * The store's transaction, where it has one (SQLite): bulk jobs then commit many items at once, and the outbox relay clears what it published in one commit.
    * With `indexInStore`, the index lives in the same database and joins it: listing writes change
    * the index in their own commit.
    */
@@ -55,7 +55,7 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   const listings = await ListingRepository.open(deps.store);
   const jobs = await BulkJobRepository.open(deps.store);
   const index = new ListingIndexRepository(deps.index);
-  const relay = new OutboxRelay({ bus: deps.bus, log });
+  const relay = new OutboxRelay({ bus: deps.bus, log, transaction: deps.transaction });
   relay.watch(LISTINGS_COLLECTION, listings.collection);
   relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
 
