@@ -121,6 +121,17 @@ describe('activities over HTTP and the bus (embedded adapters)', () => {
         path: res.json().errors?.[0]?.path,
       }).toEqual({ body: JSON.stringify(body).slice(0, 60), status, path });
     }
+    // Nested deeper than any timeline needs: refused before anything walks it (a 5,000-deep body once gave 500).
+    const nested = (depth: number) => `{"type":"call","data":{"deep":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    for (const [depth, path] of [
+      [5000, `data.deep${'.0'.repeat(62)}`],
+      [40, `data.deep${'.0'.repeat(31)}`],
+    ] as const) {
+      const res = await h.call(admin, 'POST', `/v1/leads/${lead.id}/activities`, nested(depth), {
+        'content-type': 'application/json',
+      });
+      expect({ status: res.statusCode, path: res.json().errors?.[0]?.path }).toEqual({ status: 422, path });
+    }
     expect((await post({ type: 'call', data: { blob: 'x'.repeat(16 * 1024 - 20) } })).statusCode).toBe(201);
     expect((await list('?type=call,inquiry')).total).toBe(2);
     expect((await post({ type: 'call' }, admin, 'lead_ghost')).statusCode).toBe(404);
