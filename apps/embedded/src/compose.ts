@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FsBlobStore } from '@estate/blobs/fs.blob-store';
 import { MemoryBus } from '@estate/bus/memory.bus';
@@ -6,6 +8,7 @@ import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp } from '@estate/media';
 import { createHttpApp } from '@estate/platform/http';
+import { useCursorSecrets } from '@estate/platform/pagination';
 import type { ListingIndex } from '@estate/search';
 import { SqliteListingIndex } from '@estate/search/sqlite-listing.index';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
@@ -36,6 +39,8 @@ export async function composeEmbedded(
   /** The listings search index; SQLite in the listings file unless given (the bench puts Elasticsearch behind the same edge). */
   options: { listingIndex?: ListingIndex } = {},
 ): Promise<EmbeddedProduct> {
+  // Cursors stay valid across restarts: the secret that signs them lives in the data folder.
+  useCursorSecrets([cursorSecret(config.dataDir)]);
   const bus = new MemoryBus(log.child({ component: 'bus' }));
   const stores = {
     gateway: SqliteDocumentStore.open(storeFile(config.dataDir, 'gateway')),
@@ -113,6 +118,18 @@ export async function composeEmbedded(
       for (const s of Object.values(stores)) await s.close();
     },
   };
+}
+
+/** The data folder's cursor-signing secret, made on first use (readable by the owner only). */
+function cursorSecret(dataDir: string): string {
+  const file = join(dataDir, 'cursor-secret');
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return readFileSync(file, 'utf8').trim();
 }
 
 /** One SQLite file per service in the data folder. */

@@ -27,12 +27,9 @@ const sortName = (sort: ListingSort): string =>
  */
 function afterOf(raw: string, sort: ListingSort): SearchAfter {
   const state = decodeCursor(raw)!;
-  const position = state.v as { s?: unknown; v?: unknown } | null;
-  const value = position?.v;
+  const [order, value] = Array.isArray(state.v) ? (state.v as unknown[]) : [];
   const valid =
-    typeof position === 'object' &&
-    position !== null &&
-    position.s === sortName(sort) &&
+    order === sortName(sort) &&
     (typeof value === 'number' ? Number.isFinite(value) : value === null && sort.by !== 'relevance');
   if (!valid)
     throw new AppError(
@@ -42,8 +39,9 @@ function afterOf(raw: string, sort: ListingSort): SearchAfter {
   return { value: value as number | null, id: state.id };
 }
 
+/** The position after the last item, with the order it belongs to. */
 export function cursorOf(next: SearchAfter | null, sort: ListingSort): string | null {
-  return next ? encodeCursor({ v: { s: sortName(sort), v: next.value }, id: next.id }) : null;
+  return next ? encodeCursor({ v: [sortName(sort), next.value], id: next.id }) : null;
 }
 
 /** The validated query parameters as a search of the index, scoped to the caller's account. */

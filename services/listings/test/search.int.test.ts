@@ -186,7 +186,15 @@ describe('listing search over HTTP (in-process index)', () => {
 
   it('refuses a cursor it did not issue, or one made for another order, with 400 invalid_cursor', async () => {
     const { nextCursor } = (await get('/v1/listings?limit=1&sort=listPrice')).json();
-    for (const cursor of ['nonsense', Buffer.from('{"v":1}').toString('base64url'), nextCursor]) {
+    const [, tag] = (nextCursor as string).split('.');
+    const forged = Buffer.from('{"v":{"$ne":null},"id":"x"}').toString('base64url');
+    for (const cursor of [
+      'nonsense',
+      Buffer.from('{"v":1}').toString('base64url'),
+      forged,
+      `${forged}.${tag}`,
+      nextCursor,
+    ]) {
       const res = await get(`/v1/listings?limit=1&sort=-updatedAt&cursor=${cursor}`);
       expect(res.statusCode).toBe(400);
       expect(res.json().code).toBe('invalid_cursor');
