@@ -65,6 +65,7 @@ export async function composeLeads(deps: {
     outbox: relay,
     clock,
     log,
+    transaction: deps.transaction,
   });
   const routing = new RoutingService({
     writer,

@@ -44,7 +44,14 @@ export interface LeadsHarness {
 
 /** The leads service over HTTP with `app.inject()`, on the adapters given (embedded ones by default). */
 export async function startLeads(
-  options: { store?: DocumentStore; bus?: Bus; clock?: () => Date; record?: boolean } = {},
+  options: {
+    store?: DocumentStore;
+    bus?: Bus;
+    clock?: () => Date;
+    record?: boolean;
+    /** false: write as on MongoDB, one document at a time, even on SQLite. */
+    transactions?: boolean;
+  } = {},
 ): Promise<LeadsHarness> {
   const store = options.store ?? SqliteDocumentStore.open(':memory:');
   const bus = options.bus ?? new MemoryBus(log, 5);
@@ -57,7 +64,10 @@ export async function startLeads(
           { durable: `test-recorder-${randomBytes(4).toString('hex')}` },
           async (m) => void events.push(m),
         );
-  const runtime = await composeLeads({ store, bus, log, clock: options.clock });
+  // As the embedded profile runs it: the store's transaction where it has one (MongoDB runs without).
+  const transaction =
+    store instanceof SqliteDocumentStore && options.transactions !== false ? store.transaction.bind(store) : undefined;
+  const runtime = await composeLeads({ store, bus, log, clock: options.clock, transaction });
   const app = await createHttpApp({ service: 'leads', logger: log, openapi: { title: 'Leads service' } });
   requireSignedIdentity(app, TEST_SIGNING_SECRET);
   await app.register(leadsApp, { runtime });
