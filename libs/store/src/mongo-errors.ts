@@ -1,12 +1,17 @@
 /**
  * Duplicate key: code 11000 from MongoDB (and from FerretDB on inserts). FerretDB v1 reports a
- * unique index broken by an *update* as InternalError (code 1) carrying SQLite's
- * "UNIQUE constraint failed" (SQLite extended codes 2067 / 1555).
+ * unique index broken by an *update* as InternalError (code 1) carrying its backend's error:
+ * SQLite's "UNIQUE constraint failed" (extended codes 2067 / 1555) or PostgreSQL's unique
+ * violation (SQLSTATE 23505).
  */
 export function isDuplicateKey(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const e = err as { code?: unknown; message?: unknown; writeErrors?: { code?: unknown }[] };
   if (e.code === 11000 || e.code === 11001) return true;
   if (Array.isArray(e.writeErrors) && e.writeErrors.some((w) => w.code === 11000)) return true;
-  return e.code === 1 && typeof e.message === 'string' && /UNIQUE constraint failed|\((2067|1555)\)/.test(e.message);
+  return (
+    e.code === 1 &&
+    typeof e.message === 'string' &&
+    /UNIQUE constraint failed|\((2067|1555)\)|SQLSTATE 23505/.test(e.message)
+  );
 }

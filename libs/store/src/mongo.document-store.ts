@@ -10,35 +10,51 @@ import {
   type StoredDoc,
   type Update,
 } from './document-store';
-import { FerretDbWriteLease } from './ferretdb-write-lease';
 import { fromEngineDoc, toEngineFilter, toEngineSort } from './id-mapping';
 import { isDuplicateKey } from './mongo-errors';
+import { getPath, isPlainObject, pullMatches } from './pull-matcher';
 
-export { LOCKS } from './ferretdb-write-lease';
 export { isDuplicateKey } from './mongo-errors';
 
 type Raw = Record<string, unknown>;
 type NativeCollection = mongoose.mongo.Collection<Raw>;
 
 /**
- * How single-document writes are made atomic.
- * - `native`: the server's own `findAndModify`/`update`/`delete` (MongoDB: atomic per document).
- * - `locked`: every write that depends on a filter first takes a short lease on the document
- *   ({@link FerretDbWriteLease}). Needed for FerretDB v1, whose updates are not atomic.
- * `auto` (default) picks `locked` when the server says it is FerretDB.
+ * What the server can do that the port relies on. Every single-document write is one server command
+ * (`findAndModify`, `update`, `delete`), atomic per document: MongoDB is, and so is the test engine
+ * (FerretDB behind the write-serialising relay of tools/ferretdb). Only what a server lacks is
+ * worked around here, and only when the flag says so.
  */
-export type WriteMode = 'native' | 'locked';
+export interface EngineCapabilities {
+  /**
+   * `$pull` with a condition (`{ $pull: { outbox: { eventId: { $in: [...] } } } }`). FerretDB v1 pulls only
+   * elements equal to the condition; without it the adapter computes the kept array and writes it with a
+   * compare-and-set on the array read.
+   */
+  conditionalPull: boolean;
+}
+
+const MONGODB: EngineCapabilities = { conditionalPull: true };
+const FERRETDB_V1: EngineCapabilities = { conditionalPull: false };
 
 export interface MongoStoreOptions {
   log?: Logger;
   /** Database name; defaults to the one in the URL. */
   dbName?: string;
-  writes?: WriteMode | 'auto';
-  /** Lease on a document lock before another writer may take it over (locked mode). */
-  lockLeaseMs?: number;
-  /** How long a writer waits for a document lock before failing (locked mode). */
-  lockWaitMs?: number;
+  /** Overrides what `buildInfo` says about the server (tests run the FerretDB path on MongoDB). */
+  capabilities?: Partial<EngineCapabilities>;
+  /** How long an operation waits for a server before failing (the caller answers 503). */
+  serverSelectionTimeoutMS?: number;
 }
+
+/** How often a compare-and-set `$pull` is retried when the array keeps changing under it. */
+const PULL_ATTEMPTS = 50;
+
+/** Conditional `$pull`s (a condition object rather than a value): the ones FerretDB v1 cannot apply. */
+const conditionalPulls = (update: Raw): [string, Raw][] =>
+  isPlainObject(update.$pull)
+    ? (Object.entries(update.$pull).filter(([, cond]) => isPlainObject(cond)) as [string, Raw][])
+    : [];
 
 /** Drops operators with nothing in them (`{ $set: {} }`), which servers reject or treat differently. */
 function cleanUpdate(update: Update): Raw {
@@ -54,8 +70,7 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
     private readonly name: string,
     private readonly col: NativeCollection,
     private readonly db: mongoose.mongo.Db,
-    /** Present on FerretDB only: the real MongoDB path uses the server's atomic writes. */
-    private readonly lease: FerretDbWriteLease | null,
+    private readonly capabilities: EngineCapabilities,
   ) {}
 
   async insertOne(doc: T): Promise<T> {
@@ -91,21 +106,58 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
     const engineFilter = toEngineFilter(filter);
     const engineUpdate = cleanUpdate(update);
     try {
-      if (this.lease)
-        return fromEngineDoc<T>(await this.lease.updateOne(this.name, this.col, engineFilter, engineUpdate));
       if (Object.keys(engineUpdate).length === 0) return fromEngineDoc<T>(await this.col.findOne(engineFilter));
+      if (!this.capabilities.conditionalPull && conditionalPulls(engineUpdate).length > 0)
+        return fromEngineDoc<T>(await this.pullByCompareAndSet(engineFilter, engineUpdate));
+      // One server command: the filter (a version guard, say) and the change apply atomically.
       return fromEngineDoc<T>(await this.col.findOneAndUpdate(engineFilter, engineUpdate, { returnDocument: 'after' }));
     } catch (err) {
       throw this.mapError(err);
     }
   }
 
+  /**
+   * A conditional `$pull` on a server without it: read the document, compute the arrays kept, and write them
+   * guarded by the arrays read (and the filter), so a concurrent change makes the write miss and start again.
+   */
+  private async pullByCompareAndSet(filter: Filter, update: Raw): Promise<Raw | null> {
+    for (let attempt = 0; attempt < PULL_ATTEMPTS; attempt++) {
+      const current = await this.col.findOne(filter);
+      if (!current) return null;
+      const pull = { ...(update.$pull as Raw) };
+      const set: Raw = { ...((update.$set as Raw | undefined) ?? {}) };
+      const guard: Raw[] = [filter, { _id: current._id }];
+      for (const [path, cond] of conditionalPulls(update)) {
+        delete pull[path];
+        const arr = getPath(current, path);
+        guard.push({ [path]: arr === undefined ? { $exists: false } : arr });
+        if (!Array.isArray(arr)) continue; // missing or not an array: nothing to pull, as on MongoDB
+        const kept = arr.filter((e) => !pullMatches(e, cond as Raw));
+        if (kept.length !== arr.length) set[path] = kept;
+      }
+      const rewritten: Raw = { ...update };
+      if (Object.keys(pull).length > 0) rewritten.$pull = pull;
+      else delete rewritten.$pull;
+      if (Object.keys(set).length > 0) rewritten.$set = set;
+      else delete rewritten.$set;
+      if (Object.keys(rewritten).length === 0) return current;
+      const saved = await this.col.findOneAndUpdate({ $and: guard }, rewritten, { returnDocument: 'after' });
+      if (saved) return saved;
+    }
+    throw new Error(`${this.name}: the document kept changing during a $pull; gave up after ${PULL_ATTEMPTS} attempts`);
+  }
+
   async updateMany(filter: Filter, update: Update): Promise<number> {
     const engineFilter = toEngineFilter(filter);
     const engineUpdate = cleanUpdate(update);
     try {
-      if (this.lease) return await this.lease.updateMany(this.name, this.col, engineFilter, engineUpdate);
       if (Object.keys(engineUpdate).length === 0) return await this.count(filter);
+      if (!this.capabilities.conditionalPull && conditionalPulls(engineUpdate).length > 0) {
+        const ids = (await this.col.find(engineFilter, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
+        let n = 0;
+        for (const _id of ids) if (await this.pullByCompareAndSet({ ...engineFilter, _id }, engineUpdate)) n++;
+        return n;
+      }
       // Matched rather than modified: NeDB counts every matched document, and so does the port.
       return (await this.col.updateMany(engineFilter, engineUpdate)).matchedCount;
     } catch (err) {
@@ -114,15 +166,11 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
   }
 
   async deleteOne(filter: Filter): Promise<boolean> {
-    const engineFilter = toEngineFilter(filter);
-    if (this.lease) return this.lease.deleteOne(this.name, this.col, engineFilter);
-    return (await this.col.deleteOne(engineFilter)).deletedCount > 0;
+    return (await this.col.deleteOne(toEngineFilter(filter))).deletedCount > 0;
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    const engineFilter = toEngineFilter(filter);
-    if (this.lease) return this.lease.deleteMany(this.name, this.col, engineFilter);
-    return (await this.col.deleteMany(engineFilter)).deletedCount;
+    return (await this.col.deleteMany(toEngineFilter(filter))).deletedCount;
   }
 
   private mapError(err: unknown): unknown {
@@ -142,13 +190,14 @@ export class MongoDocumentStore implements DocumentStore {
   private constructor(
     private readonly connection: mongoose.Connection,
     private readonly db: mongoose.mongo.Db,
-    private readonly lease: FerretDbWriteLease | null,
+    readonly capabilities: EngineCapabilities,
   ) {}
 
   static async connect(url: string, opts: MongoStoreOptions = {}): Promise<MongoDocumentStore> {
     const connection = mongoose.createConnection(url, {
       dbName: opts.dbName,
-      serverSelectionTimeoutMS: 5000,
+      // An operation with no server to go to fails within this, and the request answers 503 quickly.
+      serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 1500,
       connectTimeoutMS: 5000,
       socketTimeoutMS: 30_000,
       maxPoolSize: 20,
@@ -162,34 +211,18 @@ export class MongoDocumentStore implements DocumentStore {
       await connection.asPromise();
       const db = connection.db;
       if (!db) throw new Error('mongo connection has no database');
-      let mode: WriteMode;
-      if (opts.writes === 'native' || opts.writes === 'locked') {
-        mode = opts.writes;
-      } else {
-        const info = await db.admin().command({ buildInfo: 1 });
-        mode = 'ferretdbVersion' in info ? 'locked' : 'native';
-        if (mode === 'locked') {
-          opts.log?.info(
-            { ferretdb: info.ferretdbVersion },
-            'FerretDB: filter-dependent writes are serialised per document with leases',
-          );
-        }
-      }
-      const lease =
-        mode === 'locked'
-          ? new FerretDbWriteLease(db, { leaseMs: opts.lockLeaseMs, lockWaitMs: opts.lockWaitMs, log: opts.log })
-          : null;
-      opts.log?.debug({ db: db.databaseName, mode }, 'document store connected');
-      return new MongoDocumentStore(connection, db, lease);
+      const info = await db.admin().command({ buildInfo: 1 });
+      const ferretdb = 'ferretdbVersion' in info;
+      const capabilities = { ...(ferretdb ? FERRETDB_V1 : MONGODB), ...opts.capabilities };
+      opts.log?.debug(
+        { db: db.databaseName, ferretdb: info.ferretdbVersion, capabilities },
+        'document store connected',
+      );
+      return new MongoDocumentStore(connection, db, capabilities);
     } catch (err) {
       await connection.close().catch(() => undefined);
       throw err;
     }
-  }
-
-  /** How writes are made atomic on this server (see {@link WriteMode}). */
-  get writeMode(): WriteMode {
-    return this.lease ? 'locked' : 'native';
   }
 
   async collection<T extends StoredDoc>(name: string, indexes: IndexSpec[] = []): Promise<DocumentCollection<T>> {
@@ -199,7 +232,7 @@ export class MongoDocumentStore implements DocumentStore {
       this.prepared.set(name, prepared);
       prepared.catch(() => this.prepared.delete(name));
     }
-    return new MongoCollection<T>(name, await prepared, this.db, this.lease);
+    return new MongoCollection<T>(name, await prepared, this.db, this.capabilities);
   }
 
   private async prepare(name: string, indexes: IndexSpec[]): Promise<NativeCollection> {
