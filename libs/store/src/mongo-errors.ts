@@ -15,3 +15,30 @@ export function isDuplicateKey(err: unknown): boolean {
     /UNIQUE constraint failed|\((2067|1555)\)|SQLSTATE 23505/.test(e.message)
   );
 }
+
+/** Errors of the MongoDB driver that mean "no server answered", whatever the operation. */
+const UNAVAILABLE_NAMES = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+  'MongoPoolClosedError',
+  'MongoWaitQueueTimeoutError',
+]);
+
+/**
+ * No server to talk to: the driver found none, or lost the connection, or FerretDB answered that its own
+ * backend does not (InternalError carrying the PostgreSQL client's connection failure).
+ */
+export function isUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { name?: unknown; code?: unknown; message?: unknown };
+  if (typeof e.name === 'string' && UNAVAILABLE_NAMES.has(e.name)) return true;
+  return (
+    e.code === 1 &&
+    typeof e.message === 'string' &&
+    /failed to connect|connection refused|SQLSTATE 57P0[1-3]|conn closed/.test(e.message)
+  );
+}

@@ -11,7 +11,8 @@ import {
   type Update,
 } from './document-store';
 import { fromEngineDoc, toEngineFilter, toEngineSort } from './id-mapping';
-import { isDuplicateKey } from './mongo-errors';
+import { isDuplicateKey, isUnavailable } from './mongo-errors';
+import { DependencyUnavailable } from '@estate/platform/errors';
 import { getPath, isPlainObject, pullMatches } from './pull-matcher';
 
 export { isDuplicateKey } from './mongo-errors';
@@ -56,6 +57,14 @@ const conditionalPulls = (update: Raw): [string, Raw][] =>
     ? (Object.entries(update.$pull).filter(([, cond]) => isPlainObject(cond)) as [string, Raw][])
     : [];
 
+/** The port's errors for what the server said: a duplicate key, or no server to talk to (the request answers 503). */
+function mapMongoError(err: unknown, collection: string): unknown {
+  if (err instanceof DuplicateKeyError || err instanceof DependencyUnavailable) return err;
+  if (isDuplicateKey(err)) return new DuplicateKeyError(collection, err);
+  if (isUnavailable(err)) return new DependencyUnavailable('store', err);
+  return err;
+}
+
 /** Drops operators with nothing in them (`{ $set: {} }`), which servers reject or treat differently. */
 function cleanUpdate(update: Update): Raw {
   const out: Raw = {};
@@ -84,22 +93,26 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    return fromEngineDoc<T>(await this.col.findOne(toEngineFilter(filter)));
+    return this.run(async () => fromEngineDoc<T>(await this.col.findOne(toEngineFilter(filter))));
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    let cursor = this.col.find(toEngineFilter(filter));
-    if (options.sort) cursor = cursor.sort(toEngineSort(options.sort));
-    if (options.skip) cursor = cursor.skip(options.skip);
-    if (options.limit !== undefined) cursor = cursor.limit(options.limit);
-    const docs = await cursor.toArray();
-    return docs.map((d) => fromEngineDoc<T>(d) as T);
+    return this.run(async () => {
+      let cursor = this.col.find(toEngineFilter(filter));
+      if (options.sort) cursor = cursor.sort(toEngineSort(options.sort));
+      if (options.skip) cursor = cursor.skip(options.skip);
+      if (options.limit !== undefined) cursor = cursor.limit(options.limit);
+      const docs = await cursor.toArray();
+      return docs.map((d) => fromEngineDoc<T>(d) as T);
+    });
   }
 
   async count(filter: Filter): Promise<number> {
     // The plain `count` command: FerretDB's aggregation (behind countDocuments) is thin.
-    const res = await this.db.command({ count: this.name, query: toEngineFilter(filter) });
-    return Number(res.n);
+    return this.run(async () => {
+      const res = await this.db.command({ count: this.name, query: toEngineFilter(filter) });
+      return Number(res.n);
+    });
   }
 
   async updateOne(filter: Filter, update: Update): Promise<T | null> {
@@ -166,15 +179,23 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
   }
 
   async deleteOne(filter: Filter): Promise<boolean> {
-    return (await this.col.deleteOne(toEngineFilter(filter))).deletedCount > 0;
+    return this.run(async () => (await this.col.deleteOne(toEngineFilter(filter))).deletedCount > 0);
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    return (await this.col.deleteMany(toEngineFilter(filter))).deletedCount;
+    return this.run(async () => (await this.col.deleteMany(toEngineFilter(filter))).deletedCount);
+  }
+
+  private async run<R>(fn: () => Promise<R>): Promise<R> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw this.mapError(err);
+    }
   }
 
   private mapError(err: unknown): unknown {
-    return isDuplicateKey(err) ? new DuplicateKeyError(this.name, err) : err;
+    return mapMongoError(err, this.name);
   }
 }
 
@@ -197,8 +218,8 @@ export class MongoDocumentStore implements DocumentStore {
     const connection = mongoose.createConnection(url, {
       dbName: opts.dbName,
       // An operation with no server to go to fails within this, and the request answers 503 quickly.
-      serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 1500,
-      connectTimeoutMS: 5000,
+      serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 1000,
+      connectTimeoutMS: 2000,
       socketTimeoutMS: 30_000,
       maxPoolSize: 20,
       bufferCommands: false,
@@ -206,7 +227,9 @@ export class MongoDocumentStore implements DocumentStore {
       autoCreate: false,
     });
     // Without a listener an 'error' event would throw; failures surface through the operations.
-    connection.on('error', (err: unknown) => opts.log?.error({ err }, 'mongo connection error'));
+    connection.on('error', (err: unknown) =>
+      opts.log?.warn({ reason: err instanceof Error ? err.message : String(err) }, 'store connection error'),
+    );
     try {
       await connection.asPromise();
       const db = connection.db;
@@ -232,7 +255,11 @@ export class MongoDocumentStore implements DocumentStore {
       this.prepared.set(name, prepared);
       prepared.catch(() => this.prepared.delete(name));
     }
-    return new MongoCollection<T>(name, await prepared, this.db, this.capabilities);
+    try {
+      return new MongoCollection<T>(name, await prepared, this.db, this.capabilities);
+    } catch (err) {
+      throw mapMongoError(err, name);
+    }
   }
 
   private async prepare(name: string, indexes: IndexSpec[]): Promise<NativeCollection> {
@@ -249,7 +276,11 @@ export class MongoDocumentStore implements DocumentStore {
   }
 
   async ping(): Promise<void> {
-    await this.db.admin().ping();
+    try {
+      await this.db.admin().ping();
+    } catch (err) {
+      throw mapMongoError(err, 'admin');
+    }
   }
 
   async close(): Promise<void> {

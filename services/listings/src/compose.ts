@@ -1,5 +1,6 @@
 import { OutboxRelay, type Bus } from '@estate/bus';
-import type { ListingIndex } from '@estate/search';
+import { waitFor } from '@estate/platform/lifecycle';
+import { SearchIndexUnavailable, type ListingIndex } from '@estate/search';
 import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { BulkService } from './bulk.service';
@@ -70,7 +71,10 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     index: deps.index,
     readiness: { search: () => index.ping() },
     async start() {
-      const { created } = await index.open();
+      // The index may come up after this process: wait for it rather than exit.
+      const { created } = await waitFor('search index', () => index.open(), log, {
+        isPermanent: (err) => !(err instanceof SearchIndexUnavailable),
+      });
       // Subscribed before filling: changes made meanwhile reach the index too, and versions settle the order.
       await indexer.start();
       if (created)
