@@ -28,6 +28,8 @@ const UNAVAILABLE_NAMES = new Set([
   'MongoWaitQueueTimeoutError',
 ]);
 
+const SOCKET_CODES = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT']);
+
 /**
  * No server to talk to: the driver found none, or lost the connection, or FerretDB answered that its own
  * backend does not (InternalError carrying the PostgreSQL client's connection failure).
@@ -36,6 +38,8 @@ export function isUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const e = err as { name?: unknown; code?: unknown; message?: unknown };
   if (typeof e.name === 'string' && UNAVAILABLE_NAMES.has(e.name)) return true;
+  // A socket the server closed, surfacing from the driver as the plain system error (writes after FIN).
+  if (typeof e.code === 'string' && SOCKET_CODES.has(e.code)) return true;
   return (
     e.code === 1 &&
     typeof e.message === 'string' &&
