@@ -271,7 +271,29 @@ ferretdb_build() {
 	log "mongo: built in $((SECONDS - t0))s"
 }
 
+# ferretdb_backend_of PIDFILE -> the backend the FerretDB we started runs (postgresql or sqlite)
+ferretdb_backend_of() {
+	local cmd
+	cmd="$(tr '\0' ' ' <"/proc/$(cat "$1")/cmdline" 2>/dev/null)" || return 1
+	case "$cmd" in
+	*"-handler postgresql"*) echo postgresql ;;
+	*) echo sqlite ;; # older builds knew only SQLite
+	esac
+}
+
 mongo_start() {
+	local pidfile="$RUN_DIR/pids/ferretdb.pid" running pid
+	if tcp_open "$MONGO_PORT" && pid_alive "$pidfile" ferretdb &&
+		running="$(ferretdb_backend_of "$pidfile")" && [ "$running" != "$FERRETDB_BACKEND" ] &&
+		[ "${FERRETDB_KEEP_RUNNING:-0}" != 1 ]; then
+		# Ours (this run dir started it) but on another backend: tests would not run on the engine asked for.
+		pid="$(cat "$pidfile")"
+		log "mongo: the FerretDB this run dir started (pid $pid) runs on $running, not $FERRETDB_BACKEND; restarting it (FERRETDB_KEEP_RUNNING=1 keeps it)"
+		kill -TERM "$pid" 2>/dev/null || true
+		local deadline=$((SECONDS + 30))
+		while tcp_open "$MONGO_PORT" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+		tcp_open "$MONGO_PORT" && die "mongo: FerretDB (pid $pid) did not stop within 30 s"
+	fi
 	if tcp_open "$MONGO_PORT"; then
 		log "mongo: something already answers on $HOST:$MONGO_PORT, leaving it"
 		return
