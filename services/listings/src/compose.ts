@@ -71,9 +71,10 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     index: deps.index,
     readiness: { search: () => index.ping() },
     async start() {
-      // The index may come up after this process: wait for it rather than exit.
+      // A search engine may come up after this process: wait for it rather than exit. (An in-process index
+      // that cannot open will not get better by waiting.)
       const { created } = await waitFor('search index', () => index.open(), log, {
-        isPermanent: (err) => !(err instanceof SearchIndexUnavailable),
+        isPermanent: (err) => index.kind !== 'elasticsearch' || !(err instanceof SearchIndexUnavailable),
       });
       // Subscribed before filling: changes made meanwhile reach the index too, and versions settle the order.
       await indexer.start();
