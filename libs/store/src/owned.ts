@@ -13,7 +13,8 @@ export function ownedBy<T extends OwnedDoc>(doc: T | null, accountId: string): T
 
 /**
  * Looks a document up by its id alone, then checks account and deletion on the result: a lookup by the
- * primary key is one index probe on every engine (a filter with more fields may not be, on FerretDB).
+ * primary key is one index probe on MongoDB and a filter every FerretDB backend pushes down (SQLite's
+ * pushes down nothing else).
  */
 export async function findOwned<T extends OwnedDoc>(
   collection: DocumentCollection<T>,
