@@ -34,6 +34,8 @@ export interface ClusterOptions {
   /** Which bootstrap keys the gateways get (default both). */
   keys?: { admin?: boolean; platform?: boolean };
   logLevel?: 'info' | 'warn';
+  /** Called as each process is spawned, before it is ready (a fault test watches one start). */
+  onStarted?: (service: RunningService) => void;
 }
 
 export interface Cluster {
@@ -168,8 +170,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
   try {
     for (const name of SERVICES) {
-      for (let i = 0; i < replicas[name]; i++)
+      for (let i = 0; i < replicas[name]; i++) {
         processes.push(await startProcess(name, { ...common, MONGODB_DATABASE: database(name) }));
+        options.onStarted?.(processes[processes.length - 1]);
+      }
     }
     const upstreamsFor = (gateway: number) =>
       Object.fromEntries(

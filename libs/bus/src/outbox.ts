@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { EventPayload, Subject } from '@estate/contracts/events';
+import { DependencyUnavailable } from '@estate/platform/errors';
 import type { DocumentCollection, StoredDoc, Transaction, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
 
+const causeOf = (err: DependencyUnavailable): string =>
+  err.extra.cause instanceof Error ? err.extra.cause.message : err.detail;
 /**
  * Transactional outbox without multi-document transactions (FerretDB has none):
  * the event is written into the changed document itself, in the same single-document write,
@@ -133,7 +136,10 @@ export class OutboxRelay {
       try {
         await this.sweep();
       } catch (err) {
-        this.deps.log.error({ err }, 'outbox sweep failed; will retry');
+        // An engine away is expected and retried: one line, no stack, while it lasts.
+        if (err instanceof DependencyUnavailable)
+          this.deps.log.warn({ dependency: err.dependency, reason: causeOf(err) }, 'outbox sweep waits; will retry');
+        else this.deps.log.error({ err }, 'outbox sweep failed; will retry');
         return;
       }
     } while (this.again && !this.stopped);

@@ -182,19 +182,34 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
     it('concurrent $inc on one document loses no increment', async () => {
       const c = await col();
       const t = await c.insertOne(thing({ price: 0 }));
-      await Promise.all(Array.from({ length: 25 }, () => c.updateOne({ id: t.id }, { $inc: { price: 1 } })));
-      expect((await c.findOne({ id: t.id }))!.price).toBe(25);
+      await Promise.all(Array.from({ length: 100 }, () => c.updateOne({ id: t.id }, { $inc: { price: 1 } })));
+      expect((await c.findOne({ id: t.id }))!.price).toBe(100);
+    });
+
+    it('concurrent pushes and conditional pulls on one array lose nothing', async () => {
+      const c = await col();
+      const t = await c.insertOne(thing({ outbox: [] }));
+      // Each writer appends its entry and removes the one of the writer before it: the last entry is left.
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          await c.updateOne({ id: t.id }, { $push: { outbox: { eventId: `e${i}` } } });
+          await c.updateOne({ id: t.id }, { $pull: { outbox: { eventId: { $in: [`e${i}`] } } } });
+        }),
+      );
+      await c.updateOne({ id: t.id }, { $push: { outbox: { eventId: 'last' } } });
+      expect((await c.findOne({ id: t.id }))!.outbox).toEqual([{ eventId: 'last' }]);
     });
 
     it('concurrent compare-and-set on a version lets exactly one writer win', async () => {
       const c = await col();
       const t = await c.insertOne(thing());
       const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) =>
-          c.updateOne({ id: t.id, version: 1 }, { $set: { name: `w${i}` }, $inc: { version: 1 } }),
+        Array.from({ length: 40 }, (_, i) =>
+          c.updateOne({ id: t.id, version: 1 }, { $set: { name: `w${i}` }, $inc: { version: 1, price: 1 } }),
         ),
       );
       expect(results.filter((r) => r !== null)).toHaveLength(1);
+      expect(await c.findOne({ id: t.id })).toMatchObject({ version: 2, price: 1 });
     });
 
     it('updateMany, deleteOne and deleteMany report what they did', async () => {

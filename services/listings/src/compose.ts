@@ -1,5 +1,6 @@
 import { OutboxRelay, type Bus } from '@estate/bus';
-import type { ListingIndex } from '@estate/search';
+import { waitFor } from '@estate/platform/lifecycle';
+import { SearchIndexUnavailable, type ListingIndex } from '@estate/search';
 import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import { BulkService } from './bulk.service';
@@ -78,7 +79,11 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     index: deps.index,
     readiness: { search: () => index.ping() },
     async start() {
-      const { created } = await index.open();
+      // A search engine may come up after this process: wait for it rather than exit. (An in-process index
+      // that cannot open will not get better by waiting.)
+      const { created } = await waitFor('search index', () => index.open(), log, {
+        isPermanent: (err) => index.kind !== 'elasticsearch' || !(err instanceof SearchIndexUnavailable),
+      });
       // Subscribed before filling: changes made meanwhile reach the index too, and versions settle the order.
       await indexer.start();
       if (created)

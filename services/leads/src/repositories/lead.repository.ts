@@ -1,4 +1,4 @@
-import { replaceFields, storable } from '@estate/store';
+import { findOwned, replaceFields, storable } from '@estate/store';
 import type { ActivitySummary, Assignment, LeadStatus, ScoreBreakdown } from '@estate/contracts/leads';
 import type { OutboxDoc, OutboxEntry } from '@estate/bus';
 import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
@@ -134,7 +134,7 @@ export class LeadRepository {
   }
 
   async get(accountId: string, id: string): Promise<StoredLead | null> {
-    const doc = await this.collection.findOne({ id, accountId });
+    const doc = await findOwned(this.collection, id, accountId);
     return doc ? toStored(doc) : null;
   }
 
