@@ -33,7 +33,10 @@ describeWithEngines('elasticsearch listing index bootstrap', ['ELASTICSEARCH_URL
     aliases.push(alias);
     return alias;
   };
-  const admin = new Client({ node: urls.ELASTICSEARCH_URL });
+  let admin: Client;
+  beforeAll(() => {
+    admin = new Client({ node: urls.ELASTICSEARCH_URL });
+  });
 
   afterAll(async () => {
     for (const alias of aliases) {
