@@ -1,6 +1,6 @@
 import type { Lead, ScoringConfig } from '@estate/contracts/leads';
 import { defaultScoringConfig } from '../src/scoring.rules';
-import { admin, agentKey, startLeads, type LeadsHarness } from './harness';
+import { admin, agentKey, integration, startLeads, type LeadsHarness } from './harness';
 
 describe('scoring configuration over HTTP (embedded adapters)', () => {
   let h: LeadsHarness;
@@ -25,6 +25,14 @@ describe('scoring configuration over HTTP (embedded adapters)', () => {
     });
     expect(res.headers.etag).toBe('"1"');
     expect((await h.call(agentKey('agt_1'), 'GET', '/v1/scoring/config')).statusCode).toBe(403);
+  });
+
+  it('answers a caller without the role 403 before looking at the body or query', async () => {
+    const agent = agentKey('agt_1');
+    expect((await h.call(agent, 'PUT', '/v1/scoring/config', { weights: 'nonsense' })).statusCode).toBe(403);
+    expect((await h.call(agent, 'POST', '/v1/routing/rules', { nonsense: true })).statusCode).toBe(403);
+    expect((await h.call(integration, 'GET', '/v1/leads?limit=100000')).statusCode).toBe(403);
+    expect((await h.call(integration, 'POST', '/v1/agents', {})).statusCode).toBe(403);
   });
 
   it('refuses an invalid configuration with the paths, changing nothing', async () => {

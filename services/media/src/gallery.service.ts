@@ -44,7 +44,7 @@ export interface GalleryDeps {
 }
 
 export const WRITERS = ['admin', 'integration'] as const;
-const READERS = ['admin', 'integration', 'agent'] as const;
+export const READERS = ['admin', 'integration', 'agent'] as const;
 const LISTING_POLL_MS = 100;
 
 /** `If-Match` on one media item: 412 when the client saw another version. */

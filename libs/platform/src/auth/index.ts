@@ -95,6 +95,14 @@ export function assertRole(who: Identity, roles: readonly (Role | 'platform')[],
   }
 }
 
+/**
+ * A route's `preValidation` hook: 403 for a caller without one of the roles, before the body or query is
+ * validated (a caller who may not act learns nothing from validation errors). The service checks again.
+ */
+export function allowRoles(roles: readonly (Role | 'platform')[], action: string) {
+  return async (request: FastifyRequest): Promise<void> => assertRole(callerOf(request), roles, action);
+}
+
 /** Who asks and under which request id: what every service method that acts for a caller takes. */
 export interface RequestContext {
   who: Identity;

@@ -1,7 +1,7 @@
 import { idParams } from '@estate/contracts';
 import { accountCreate, accountCreated, apiKeyCreate, apiKeyList, apiKeyWithSecret } from '@estate/contracts/accounts';
 import { problem } from '@estate/contracts/errors';
-import { assertRole, callerOf } from '@estate/platform/auth';
+import { allowRoles, assertRole, callerOf } from '@estate/platform/auth';
 import { typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -15,6 +15,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
   r.post(
     '/v1/api-keys',
     {
+      preValidation: allowRoles(['admin'], 'manage API keys'),
       schema: {
         tags: ['access'],
         summary: 'Create an API key (the secret is shown only in this answer)',
@@ -67,6 +68,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
   r.post(
     '/v1/accounts',
     {
+      preValidation: allowRoles(['platform'], 'create accounts'),
       schema: {
         tags: ['access'],
         summary: 'Create an account with its first admin key (platform key only)',

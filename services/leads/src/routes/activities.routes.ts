@@ -1,10 +1,11 @@
 import { idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { activity, activityCreate, activityPage, activityQuery } from '@estate/contracts/leads';
-import { callerOf, requestContext } from '@estate/platform/auth';
+import { allowRoles, callerOf, requestContext } from '@estate/platform/auth';
 import { typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { ActivitiesService } from '../activities.service';
+import { ACTIVITY_WRITERS, LEAD_READERS } from '../lead-access.rules';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 413: problem, 422: problem };
 const tags = ['activities'];
@@ -15,6 +16,7 @@ export async function activityRoutes(app: FastifyInstance, { activities }: { act
   r.get(
     '/v1/leads/:id/activities',
     {
+      preValidation: allowRoles(LEAD_READERS, 'read lead activities'),
       schema: {
         tags,
         summary: "The lead's timeline, newest first",
@@ -29,6 +31,7 @@ export async function activityRoutes(app: FastifyInstance, { activities }: { act
   r.post(
     '/v1/leads/:id/activities',
     {
+      preValidation: allowRoles(ACTIVITY_WRITERS, 'record lead activities'),
       schema: {
         tags,
         summary: 'Record an activity (data at most 16 KB)',

@@ -1,10 +1,11 @@
 import { deleted, idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { agent, agentCreate, agentListQuery, agentPage, agentPatch } from '@estate/contracts/leads';
-import { callerOf } from '@estate/platform/auth';
+import { allowRoles, callerOf } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { AgentsService } from '../agents.service';
+import { TEAM_ADMINS } from '../lead-access.rules';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['agents'];
@@ -15,6 +16,7 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
   r.post(
     '/v1/agents',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'manage agents'),
       schema: { tags, summary: 'Add an agent', body: agentCreate, response: { 201: agent, ...errors } },
     },
     async (request, reply) => {
@@ -27,6 +29,7 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
   r.get(
     '/v1/agents',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'read agents'),
       schema: { tags, summary: 'List agents', querystring: agentListQuery, response: { 200: agentPage, ...errors } },
     },
     async (request) => agents.list(callerOf(request), request.query),
@@ -43,6 +46,7 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
   r.patch(
     '/v1/agents/:id',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'manage agents'),
       schema: {
         tags,
         summary: 'Update an agent (JSON merge patch; If-Match optional)',

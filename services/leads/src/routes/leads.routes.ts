@@ -1,11 +1,12 @@
 import { idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { lead, leadCapture, leadCaptureAnswer, leadPage, leadPatch, leadSearchQuery } from '@estate/contracts/leads';
-import { callerOf, requestContext } from '@estate/platform/auth';
+import { allowRoles, callerOf, requestContext } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { LeadsService } from '../leads.service';
 import type { RoutingService } from '../routing.service';
+import { LEAD_CAPTURERS, LEAD_READERS, TEAM_ADMINS } from '../lead-access.rules';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['leads'];
@@ -19,6 +20,7 @@ export async function leadRoutes(
   r.post(
     '/v1/leads',
     {
+      preValidation: allowRoles(LEAD_CAPTURERS, 'capture leads'),
       schema: {
         tags,
         summary: 'Capture a lead (the same person, by email or phone, is never duplicated: 200 with duplicate true)',
@@ -40,6 +42,7 @@ export async function leadRoutes(
   r.get(
     '/v1/leads',
     {
+      preValidation: allowRoles(LEAD_READERS, 'search leads'),
       schema: {
         tags,
         summary: 'Search the pipeline',
@@ -66,6 +69,7 @@ export async function leadRoutes(
   r.patch(
     '/v1/leads/:id',
     {
+      preValidation: allowRoles(LEAD_READERS, 'change leads'),
       schema: {
         tags,
         summary:
@@ -85,6 +89,7 @@ export async function leadRoutes(
   r.post(
     '/v1/leads/:id/route',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'route leads'),
       schema: {
         tags: ['routing'],
         summary: "Route a lead to an agent by the team's rules (409 no_agent_available when nobody can take it)",

@@ -11,11 +11,12 @@ import {
   routingSettings,
   routingSettingsPut,
 } from '@estate/contracts/leads';
-import { callerOf } from '@estate/platform/auth';
+import { allowRoles, callerOf } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { RoutingRulesService } from '../routing-rules.service';
 import type { RoutingService } from '../routing.service';
+import { TEAM_ADMINS } from '../lead-access.rules';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['routing'];
@@ -29,6 +30,7 @@ export async function routingRoutes(
   r.post(
     '/v1/routing/rules',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'manage routing rules'),
       schema: {
         tags,
         summary: 'Add a routing rule',
@@ -46,6 +48,7 @@ export async function routingRoutes(
   r.get(
     '/v1/routing/rules',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'read routing rules'),
       schema: {
         tags,
         summary: 'List routing rules in the order routing tries them',
@@ -67,6 +70,7 @@ export async function routingRoutes(
   r.patch(
     '/v1/routing/rules/:id',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'manage routing rules'),
       schema: {
         tags,
         summary: 'Update a routing rule (JSON merge patch; If-Match optional)',
@@ -105,6 +109,7 @@ export async function routingRoutes(
   r.put(
     '/v1/routing/settings',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'change routing settings'),
       schema: {
         tags,
         summary: 'Replace the team default (If-Match optional)',
@@ -119,6 +124,7 @@ export async function routingRoutes(
   r.post(
     '/v1/routing/preview',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'preview routing'),
       schema: {
         tags,
         summary: 'Who would get this lead (a lead body, or { leadId }); assigns nobody',

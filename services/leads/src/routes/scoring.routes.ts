@@ -1,9 +1,10 @@
 import { problem } from '@estate/contracts/errors';
 import { scoringConfig, scoringConfigInput } from '@estate/contracts/leads';
-import { callerOf } from '@estate/platform/auth';
+import { allowRoles, callerOf } from '@estate/platform/auth';
 import { ifMatchVersion, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { ScoringService } from '../scoring.service';
+import { TEAM_ADMINS } from '../lead-access.rules';
 
 const errors = { 400: problem, 401: problem, 403: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['scoring'];
@@ -26,6 +27,7 @@ export async function scoringRoutes(app: FastifyInstance, { scoring }: { scoring
   r.put(
     '/v1/scoring/config',
     {
+      preValidation: allowRoles(TEAM_ADMINS, 'change the scoring configuration'),
       schema: {
         tags,
         summary: 'Replace the scoring configuration; existing leads are rescored in the background',

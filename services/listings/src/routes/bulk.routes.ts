@@ -1,10 +1,11 @@
 import { idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { BULK_MAX_ITEMS, bulkAccepted, bulkListingsRequest, job } from '@estate/contracts/jobs';
-import { callerOf, requestContext } from '@estate/platform/auth';
+import { allowRoles, callerOf, requestContext } from '@estate/platform/auth';
 import { typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { BulkService } from '../bulk.service';
+import { BULK_ROLES } from '../bulk.rules';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 422: problem };
 
@@ -14,6 +15,7 @@ export async function bulkRoutes(app: FastifyInstance, { bulk }: { bulk: BulkSer
   r.post(
     '/v1/listings/bulk',
     {
+      preValidation: allowRoles(BULK_ROLES, 'submit bulk writes'),
       schema: {
         tags: ['listings'],
         summary: `Create or update 1 to ${BULK_MAX_ITEMS} listings as a tracked job`,

@@ -1,11 +1,12 @@
 import { deleted, idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
 import { listing, listingCreate, listingPage, listingPatch, listingSearchQuery } from '@estate/contracts/listings';
-import { callerOf, requestContext } from '@estate/platform/auth';
+import { allowRoles, callerOf, requestContext } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { ListingsService } from '../listings.service';
 import type { SearchService } from '../search.service';
+import { LISTING_READERS, LISTING_WRITERS } from '../listing.rules';
 
 const errors = { 400: problem, 401: problem, 403: problem, 404: problem, 409: problem, 412: problem, 422: problem };
 const tags = ['listings'];
@@ -19,6 +20,7 @@ export async function listingRoutes(
   r.post(
     '/v1/listings',
     {
+      preValidation: allowRoles(LISTING_WRITERS, 'create listings'),
       schema: { tags, summary: 'Create a listing', body: listingCreate, response: { 201: listing, ...errors } },
     },
     async (request, reply) => {
@@ -31,6 +33,7 @@ export async function listingRoutes(
   r.get(
     '/v1/listings',
     {
+      preValidation: allowRoles(LISTING_READERS, 'read listings'),
       schema: {
         tags,
         summary: 'Search listings: filters, geo, full text, facets (served by the search index)',
@@ -57,6 +60,7 @@ export async function listingRoutes(
   r.patch(
     '/v1/listings/:id',
     {
+      preValidation: allowRoles(LISTING_WRITERS, 'change listings'),
       schema: {
         tags,
         summary: 'Update a listing (JSON merge patch; If-Match optional)',

@@ -15,12 +15,13 @@ import {
   mediaPatch,
   virtualTourCreate,
 } from '@estate/contracts/media';
-import { callerOf, requestContext } from '@estate/platform/auth';
+import { allowRoles, callerOf, requestContext } from '@estate/platform/auth';
 import { AppError, validationError } from '@estate/platform/errors';
 import { ifMatchVersion, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GalleryService } from '../gallery.service';
 import type { UploadService, UploadSession } from '../upload.service';
+import { READERS, WRITERS } from '../gallery.service';
 
 const errors = {
   400: problem,
@@ -96,6 +97,7 @@ export async function mediaRoutes(
   r.post(
     '/v1/listings/:id/media',
     {
+      preValidation: allowRoles(WRITERS, 'add media'),
       schema: {
         tags,
         summary: 'Upload photos (multipart) or add a virtual tour (JSON)',
@@ -133,6 +135,7 @@ export async function mediaRoutes(
   r.get(
     '/v1/listings/:id/media',
     {
+      preValidation: allowRoles(READERS, 'read media'),
       schema: {
         tags,
         summary: "The listing's media, in order",
@@ -147,6 +150,7 @@ export async function mediaRoutes(
   r.put(
     '/v1/listings/:id/media/order',
     {
+      preValidation: allowRoles(WRITERS, 'reorder media'),
       schema: {
         tags,
         summary: 'Reorder: every media id of the listing (tours included), each once',
@@ -172,6 +176,7 @@ export async function mediaRoutes(
   r.patch(
     '/v1/listings/:id/media/:mediaId',
     {
+      preValidation: allowRoles(WRITERS, 'change media'),
       schema: {
         tags,
         summary: 'Change the caption or make an image primary (merge patch; If-Match optional)',
