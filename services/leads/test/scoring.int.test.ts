@@ -43,6 +43,13 @@ describe('scoring configuration over HTTP (embedded adapters)', () => {
       ],
       [{ ...defaultScoringConfig, sourceQuality: { zillow: 2 } }, ['sourceQuality.zillow']],
       [
+        {
+          ...defaultScoringConfig,
+          sourceQuality: Object.fromEntries(Array.from({ length: 201 }, (_, i) => [`source-${i}`, 0.5])),
+        },
+        ['sourceQuality'],
+      ],
+      [
         { ...defaultScoringConfig, activityPoints: { ...defaultScoringConfig.activityPoints, status_change: 5 } },
         ['activityPoints.status_change'],
       ],

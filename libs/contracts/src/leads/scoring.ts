@@ -42,6 +42,8 @@ export const engagementActivityTypes = [
   'note',
 ] as const;
 
+/** Sources a scoring configuration may rate: more is a mistake or an attack, never a brokerage's list. */
+const MAX_SOURCES = 200;
 const weight = z.number().min(0).max(100);
 const points = z.number().min(0).max(1000);
 
@@ -52,7 +54,10 @@ export const scoringConfigInput = z
       .describe('Relative weight of each signal (scaled so that all of them together make 100)'),
     sourceQuality: z
       .record(text(100), z.number().min(0).max(1))
-      .describe('Quality 0..1 per source (keys compared as slugs)'),
+      .refine((sources) => Object.keys(sources).length <= MAX_SOURCES, {
+        message: `at most ${MAX_SOURCES} sources`,
+      })
+      .describe(`Quality 0..1 per source (keys compared as slugs), at most 200 sources`),
     defaultSourceQuality: z.number().min(0).max(1).describe('For sources not in sourceQuality'),
     activityPoints: z.strictObject(
       Object.fromEntries(engagementActivityTypes.map((t) => [t, points])) as Record<
