@@ -2,17 +2,13 @@ import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { decorateIdentity } from '../auth';
 import { installErrorHandling } from './problem';
 import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
+import { API_TAGS, openApiTransform, openApiTransformObject } from './openapi';
 
 export interface OpenApiDoc {
   paths?: Record<string, unknown>;
@@ -28,15 +24,19 @@ export function mergeOpenApi(own: OpenApiDoc, others: OpenApiDoc[]): OpenApiDoc 
     paths: { ...own.paths },
     components: { ...own.components, schemas: { ...own.components?.schemas } },
   };
+  const tags = new Set((own.tags ?? []).map((t) => (t as { name: string }).name));
   for (const doc of others) {
     for (const [path, item] of Object.entries(doc.paths ?? {})) out.paths![path] ??= item;
     for (const [name, schema] of Object.entries(doc.components?.schemas ?? {}))
       out.components!.schemas![name] ??= schema;
+    for (const t of doc.tags ?? []) tags.add((t as { name: string }).name);
   }
+  out.tags = API_TAGS.filter((t) => tags.has(t.name));
   return out;
 }
 
 export { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
+export { API_TAGS, finishOpenApi } from './openapi';
 export type { ReadinessCheck } from './observability';
 
 export type App = FastifyInstance;
@@ -55,6 +55,8 @@ export interface HttpAppOptions {
     title: string;
     description?: string;
     version?: string;
+    /** Absolute base URL clients reach the API at (PUBLIC_BASE_URL), the document's `servers`. */
+    publicBaseUrl?: string;
     /** Documents to fold into this one (the distributed gateway adds its services' documents). */
     merge?: () => Promise<OpenApiDoc[]>;
   };
@@ -106,6 +108,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
           title: options.openapi.title,
           description: options.openapi.description,
           version: options.openapi.version ?? '1.0.0',
+          license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         },
         components: {
           securitySchemes: {
@@ -114,8 +117,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
         },
         security: [{ apiKey: [] }],
       },
-      transform: jsonSchemaTransform,
-      transformObject: jsonSchemaTransformObject,
+      transform: openApiTransform,
+      transformObject: openApiTransformObject({ publicBaseUrl: options.openapi.publicBaseUrl }),
     });
     const merge = options.openapi.merge;
     let merged: OpenApiDoc | undefined;

@@ -17,6 +17,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     {
       schema: {
         tags: ['access'],
+        operationId: 'createApiKey',
         summary: 'Create an API key (the secret is shown only in this answer)',
         body: apiKeyCreate,
         response: { 201: apiKeyWithSecret, ...errors },
@@ -34,6 +35,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     {
       schema: {
         tags: ['access'],
+        operationId: 'listApiKeys',
         summary: "List the account's API keys (without secrets)",
         response: { 200: apiKeyList, ...errors },
       },
@@ -50,6 +52,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     {
       schema: {
         tags: ['access'],
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key, effective at once',
         params: idParams,
         response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errors },
@@ -68,6 +71,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     {
       schema: {
         tags: ['access'],
+        operationId: 'createAccount',
         summary: 'Create an account with its first admin key (platform key only)',
         body: accountCreate,
         response: { 201: accountCreated, ...errors },

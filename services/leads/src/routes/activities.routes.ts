@@ -17,6 +17,7 @@ export async function activityRoutes(app: FastifyInstance, { activities }: { act
     {
       schema: {
         tags,
+        operationId: 'listLeadActivities',
         summary: "The lead's timeline, newest first",
         params: idParams,
         querystring: activityQuery,
@@ -31,6 +32,7 @@ export async function activityRoutes(app: FastifyInstance, { activities }: { act
     {
       schema: {
         tags,
+        operationId: 'recordLeadActivity',
         summary: 'Record an activity (data at most 16 KB)',
         params: idParams,
         body: activityCreate,

@@ -21,6 +21,7 @@ export async function leadRoutes(
     {
       schema: {
         tags,
+        operationId: 'captureLead',
         summary: 'Capture a lead (the same person, by email or phone, is never duplicated: 200 with duplicate true)',
         body: leadCapture,
         response: { 200: leadCaptured, 201: leadCaptured, ...errors },
@@ -41,6 +42,7 @@ export async function leadRoutes(
     {
       schema: {
         tags,
+        operationId: 'searchLeads',
         summary: 'Search the pipeline',
         querystring: leadSearchQuery,
         response: { 200: leadPage, ...errors },
@@ -54,6 +56,7 @@ export async function leadRoutes(
     {
       schema: {
         tags,
+        operationId: 'getLead',
         summary: 'Get a lead with its latest activities and listing interests',
         params: idParams,
         response: { 200: lead, ...errors },
@@ -67,6 +70,7 @@ export async function leadRoutes(
     {
       schema: {
         tags,
+        operationId: 'updateLead',
         summary:
           'Update a lead: status along the pipeline, contact fields, tags, agentId (admins), score (null hands it back to the engine)',
         params: idParams,
@@ -86,6 +90,7 @@ export async function leadRoutes(
     {
       schema: {
         tags: ['routing'],
+        operationId: 'routeLead',
         summary: "Route a lead to an agent by the team's rules (409 no_agent_available when nobody can take it)",
         params: idParams,
         response: { 200: lead, ...errors },

@@ -98,11 +98,28 @@ export async function mediaRoutes(
     {
       schema: {
         tags,
+        operationId: 'addListingMedia',
         summary: 'Upload photos (multipart) or add a virtual tour (JSON)',
         description: UPLOAD_DESCRIPTION,
         params: idParams,
         // Null for multipart bodies, which the route reads as a stream.
         body: virtualTourCreate.nullish(),
+        'x-multipart': {
+          type: 'object',
+          properties: {
+            file: {
+              type: 'array',
+              items: { type: 'string', format: 'binary', contentMediaType: 'image/jpeg' },
+              description: `One or more JPEG or PNG images, at most ${MAX_IMAGE_BYTES / 1024 / 1024} MB each`,
+            },
+            caption: {
+              type: 'string',
+              maxLength: MAX_CAPTION_LENGTH,
+              description: 'Caption of the file part it follows (optional)',
+            },
+          },
+          required: ['file'],
+        },
         response: { 201: mediaItems, ...errors },
       },
     },
@@ -135,6 +152,7 @@ export async function mediaRoutes(
     {
       schema: {
         tags,
+        operationId: 'listListingMedia',
         summary: "The listing's media, in order",
         params: idParams,
         querystring: mediaListQuery,
@@ -149,6 +167,7 @@ export async function mediaRoutes(
     {
       schema: {
         tags,
+        operationId: 'reorderListingMedia',
         summary: 'Reorder: every media id of the listing (tours included), each once',
         params: idParams,
         body: mediaOrder,
@@ -163,7 +182,13 @@ export async function mediaRoutes(
   r.get(
     '/v1/listings/:id/media/:mediaId',
     {
-      schema: { tags, summary: 'One media item', params: mediaParams, response: { 200: media, ...errors } },
+      schema: {
+        tags,
+        operationId: 'getListingMedia',
+        summary: 'One media item',
+        params: mediaParams,
+        response: { 200: media, ...errors },
+      },
     },
     async (request, reply) =>
       withEtag(reply, await gallery.get(callerOf(request), request.params.id, request.params.mediaId)),
@@ -174,6 +199,7 @@ export async function mediaRoutes(
     {
       schema: {
         tags,
+        operationId: 'updateListingMedia',
         summary: 'Change the caption or make an image primary (merge patch; If-Match optional)',
         params: mediaParams,
         body: mediaPatch,
@@ -198,6 +224,7 @@ export async function mediaRoutes(
     {
       schema: {
         tags,
+        operationId: 'deleteListingMedia',
         summary: 'Delete a media item and its files',
         params: mediaParams,
         response: { 200: deleted, ...errors },
