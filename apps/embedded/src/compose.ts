@@ -75,6 +75,7 @@ export async function composeEmbedded(
     openapi: {
       title: 'Estate listings and leads API',
       description: 'Listings, media and lead management for brokerages, portals and CRMs.',
+      publicBaseUrl: config.publicBaseUrl,
     },
   });
   // The gateway's edge covers every route registered beside it.

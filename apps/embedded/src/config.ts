@@ -9,6 +9,10 @@ const schema = z.object({
   PLATFORM_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   LOG_LEVEL: envLogLevel,
+  PUBLIC_BASE_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.example.com' })
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
 });
 
 export interface EmbeddedConfig {
@@ -19,6 +23,8 @@ export interface EmbeddedConfig {
   platformApiKey?: string;
   rateLimitPerMinute: number;
   logLevel: string;
+  /** Where clients reach the API (PUBLIC_BASE_URL): URLs in answers and the document's server are absolute with it. */
+  publicBaseUrl?: string;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
@@ -31,5 +37,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     platformApiKey: e.PLATFORM_API_KEY,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
+    publicBaseUrl: e.PUBLIC_BASE_URL,
   });
 }
