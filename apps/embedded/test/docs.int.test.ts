@@ -47,7 +47,10 @@ describe('/docs in a real browser', () => {
       timeout: 30_000,
     });
     // The example request body comes from the contract, not a generic "string".
-    const body = await page.$eval(`${operation} .opblock-body`, (el) => (el as HTMLElement).innerText);
+    const body = await page.$eval(
+      `${operation} .opblock-body`,
+      (el) => (el as unknown as { innerText: string }).innerText,
+    );
     expect(body).toContain('"externalId": "MLS-123"');
     expect(body).toContain('"listPrice": 450000');
     // The schema tab lists the body's fields.
@@ -55,10 +58,13 @@ describe('/docs in a real browser', () => {
     expect(schemaTab).toBeDefined();
     await schemaTab.click();
     await page.waitForSelector(`${operation} .opblock-body .model-box`, { timeout: 10_000 });
-    const model = await page.$eval(`${operation} .opblock-body .model-box`, (el) => (el as HTMLElement).innerText);
+    const model = await page.$eval(
+      `${operation} .opblock-body .model-box`,
+      (el) => (el as unknown as { innerText: string }).innerText,
+    );
     for (const field of ['pricing', 'propertyDetails', 'location', 'status']) expect(model).toContain(field);
 
-    const text = await page.evaluate(() => document.body.innerText);
+    const text = await page.$eval('body', (el) => (el as unknown as { innerText: string }).innerText);
     expect(text).not.toMatch(/Resolver error/i);
     expect(text).not.toMatch(/Could not resolve reference/i);
     expect(failures).toEqual([]);

@@ -40,7 +40,10 @@ export const API_TAGS: { name: string; description: string }[] = [
     description:
       'People interested in a property: capture (never duplicated by email or phone), search the pipeline, move along its stages, assign.',
   },
-  { name: 'activities', description: "A lead's timeline: calls, emails, viewings, notes and what the system recorded." },
+  {
+    name: 'activities',
+    description: "A lead's timeline: calls, emails, viewings, notes and what the system recorded.",
+  },
   { name: 'agents', description: 'The agents leads are routed to, with their capacity and areas.' },
   {
     name: 'routing',
@@ -127,7 +130,8 @@ function rewriteRefs(value: unknown, map: (ref: string) => string): unknown {
   if (Array.isArray(value)) return value.map((v) => rewriteRefs(v, map));
   if (value && typeof value === 'object') {
     const out: Json = {};
-    for (const [k, v] of Object.entries(value)) out[k] = k === '$ref' && typeof v === 'string' ? map(v) : rewriteRefs(v, map);
+    for (const [k, v] of Object.entries(value))
+      out[k] = k === '$ref' && typeof v === 'string' ? map(v) : rewriteRefs(v, map);
     return out;
   }
   return value;
@@ -155,6 +159,22 @@ function closure(roots: Set<string>, schemas: Json): Set<string> {
     todo.push(...refsIn(schemas[name], new Set()));
   }
   return seen;
+}
+
+/**
+ * A request schema's defaults, said in words instead of the `default` keyword: generators (openapi-typescript
+ * among them) make a property with a default required, which would make clients send what the server fills in.
+ */
+function defaultsInWords(schema: unknown): void {
+  if (Array.isArray(schema)) return schema.forEach(defaultsInWords);
+  if (!schema || typeof schema !== 'object') return;
+  const s = schema as Json;
+  if ('default' in s && !s.$ref) {
+    const said = `Default: \`${JSON.stringify(s.default)}\`.`;
+    s.description = s.description ? `${String(s.description).replace(/\.?$/, '.')} ${said}` : said;
+    delete s.default;
+  }
+  for (const [k, v] of Object.entries(s)) if (k !== 'examples' && k !== 'example') defaultsInWords(v);
 }
 
 /**
@@ -199,9 +219,11 @@ function oneSchemaPerType(doc: Json): void {
     if (isWritten && isRead && !same) {
       kept[name] = schemas[name];
       kept[`${name}Write`] = schemas[inputName];
+      defaultsInWords(kept[`${name}Write`]);
       rename.set(inputName, `${name}Write`);
     } else {
       kept[name] = isWritten && !isRead ? schemas[inputName] : schemas[name];
+      if (isWritten && !isRead) defaultsInWords(kept[name]);
       rename.set(inputName, name);
     }
   }
@@ -242,10 +264,7 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
   const success = successSchema(doc, op);
   if (keyed && method === 'post') params.push(ref('parameters', 'IdempotencyKey'));
   const versionedItem = isVersioned(successSchema(doc, item.get ?? {}));
-  if (
-    keyed &&
-    ((['patch', 'put'].includes(method) && isVersioned(success)) || (method === 'delete' && versionedItem))
-  )
+  if (keyed && ((['patch', 'put'].includes(method) && isVersioned(success)) || (method === 'delete' && versionedItem)))
     params.push(ref('parameters', 'IfMatch'));
   if (params.length) op.parameters = params;
 
@@ -311,7 +330,10 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
     if (status === 429) headers['Retry-After'] = ref('headers', 'RetryAfter');
     if (status >= 200 && status < 300 && isVersioned(resolve(doc, response.content?.['application/json']?.schema)))
       headers.ETag = ref('headers', 'ETag');
-    if (status === 202 || (status === 201 && resolve(doc, response.content?.['application/json']?.schema)?.properties?.id))
+    if (
+      status === 202 ||
+      (status === 201 && resolve(doc, response.content?.['application/json']?.schema)?.properties?.id)
+    )
       headers.Location = ref('headers', 'Location');
     response.headers = { ...response.headers, ...headers };
   }
@@ -344,5 +366,6 @@ export function finishOpenApi(doc: Json, options: OpenApiFinish = {}): Json {
 export const openApiTransform: SwaggerTransform = jsonSchemaTransform as SwaggerTransform;
 
 export function openApiTransformObject(options: OpenApiFinish): SwaggerTransformObject {
-  return (input) => finishOpenApi(jsonSchemaTransformObject(input) as Json, options) as ReturnType<SwaggerTransformObject>;
+  return (input) =>
+    finishOpenApi(jsonSchemaTransformObject(input) as Json, options) as ReturnType<SwaggerTransformObject>;
 }
