@@ -67,6 +67,7 @@ export async function composeEmbedded(
     service: 'embedded',
     logger: log,
     bodyLimit: 5 * 1024 * 1024,
+    publicBaseUrl: config.publicBaseUrl,
     readiness: {
       bus: () => bus.ping(),
       ...listings.readiness,
@@ -75,7 +76,6 @@ export async function composeEmbedded(
     openapi: {
       title: 'Estate listings and leads API',
       description: 'Listings, media and lead management for brokerages, portals and CRMs.',
-      publicBaseUrl: config.publicBaseUrl,
     },
   });
   // The gateway's edge covers every route registered beside it.

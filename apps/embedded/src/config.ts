@@ -1,4 +1,4 @@
-import { envLogLevel, envPort, parseEnv } from '@estate/platform/config';
+import { envLogLevel, envPort, envPublicBaseUrl, parseEnv } from '@estate/platform/config';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -9,10 +9,7 @@ const schema = z.object({
   PLATFORM_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   LOG_LEVEL: envLogLevel,
-  PUBLIC_BASE_URL: z
-    .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.example.com' })
-    .transform((u) => u.replace(/\/+$/, ''))
-    .optional(),
+  PUBLIC_BASE_URL: envPublicBaseUrl,
 });
 
 export interface EmbeddedConfig {

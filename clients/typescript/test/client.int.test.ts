@@ -9,6 +9,8 @@ import pino from 'pino';
 import sharp from 'sharp';
 
 const ADMIN = 'ek_client_test_admin_0123456789abcdefghij';
+/** Where clients would reach this product: image URLs in answers are absolute with it. */
+const PUBLIC = 'https://api.brokerage.test';
 
 /** The real product on a throwaway data folder, listening on a free port. */
 async function startProduct(over: Partial<EmbeddedConfig> = {}): Promise<{ product: EmbeddedProduct; url: string }> {
@@ -47,7 +49,7 @@ describe('@estate/client against the running product', () => {
   let client: EstateClient;
 
   beforeAll(async () => {
-    const started = await startProduct();
+    const started = await startProduct({ publicBaseUrl: PUBLIC });
     product = started.product;
     client = createEstateClient({ baseUrl: started.url, apiKey: ADMIN });
   });
@@ -117,6 +119,13 @@ describe('@estate/client against the running product', () => {
       { timeoutMs: 30_000 },
     );
     expect(ready[0]).toMatchObject({ width: 640, height: 480 });
+    expect(ready[0].urls?.thumb).toMatch(new RegExp(`^${PUBLIC}/files/[^/]+/thumb$`));
+    const withPhoto = await eventually(async () => {
+      const l = unwrap(await client.GET('/v1/listings/{id}', { params: { path: { id } } }));
+      expect(l.media.primaryPhoto).not.toBeNull();
+      return l;
+    });
+    expect(withPhoto.media.primaryPhoto?.urls.large).toMatch(new RegExp(`^${PUBLIC}/files/`));
   });
 
   it('submits a bulk job and follows its events to the end', async () => {

@@ -1,4 +1,12 @@
-import { parseEnv, envLogLevel, envNatsNamespace, envPort, envSecret, envUrl } from '@estate/platform/config';
+import {
+  parseEnv,
+  envLogLevel,
+  envNatsNamespace,
+  envPort,
+  envPublicBaseUrl,
+  envSecret,
+  envUrl,
+} from '@estate/platform/config';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp, type OpenApiDoc } from '@estate/platform/http';
 import { closeOnSignals, exitOnStartFailure } from '@estate/platform/lifecycle';
@@ -20,6 +28,7 @@ export function serviceEnv(service: string, defaultPort: number) {
     NATS_NAMESPACE: envNatsNamespace,
     INTERNAL_SIGNING_SECRET: envSecret(32),
     LOG_LEVEL: envLogLevel,
+    PUBLIC_BASE_URL: envPublicBaseUrl,
   });
 }
 
@@ -34,6 +43,7 @@ export function processConfig(e: ServiceEnv) {
     nats: { url: e.NATS_URL, namespace: e.NATS_NAMESPACE },
     signingSecret: e.INTERNAL_SIGNING_SECRET,
     logLevel: e.LOG_LEVEL,
+    publicBaseUrl: e.PUBLIC_BASE_URL,
   };
 }
 
@@ -88,6 +98,7 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
       logger: log,
       bodyLimit: spec.bodyLimit,
       readiness: { ...adapters.readiness, ...runtime.readiness },
+      publicBaseUrl: config.publicBaseUrl,
       openapi: { title: spec.title, merge: runtime.openapiSources },
     });
     if (!spec.edge) requireSignedIdentity(app, config.signingSecret);

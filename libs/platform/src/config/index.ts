@@ -30,3 +30,8 @@ export const envNatsNamespace = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only')
   .optional();
+/** Where clients reach the API, e.g. `https://api.example.com` (no trailing slash kept). */
+export const envPublicBaseUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.example.com' })
+  .transform((u) => u.replace(/\/+$/, ''))
+  .optional();

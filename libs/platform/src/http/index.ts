@@ -41,6 +41,21 @@ export type { ReadinessCheck } from './observability';
 
 export type App = FastifyInstance;
 
+/**
+ * Image URLs are stored and passed between services as paths (`/files/<token>/<rendition>`), so that the
+ * data stays valid whatever host serves it; answers make them absolute with the public base URL. The
+ * serializer writes compact JSON, so the three rendition keys are matched exactly.
+ */
+function absoluteFileUrls(app: FastifyInstance, base: string): void {
+  const pattern = /"(original|large|thumb)":"\/files\//g;
+  const replacement = `"$1":${JSON.stringify(base).slice(0, -1)}/files/`;
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').startsWith('application/json'))
+      return payload;
+    return payload.replace(pattern, replacement);
+  });
+}
+
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface HttpAppOptions {
@@ -48,6 +63,8 @@ export interface HttpAppOptions {
   logger: Logger;
   /** Largest JSON body accepted, in bytes. */
   bodyLimit?: number;
+  /** Where clients reach the API (PUBLIC_BASE_URL): image URLs in answers and the document's server are absolute with it. */
+  publicBaseUrl?: string;
   /** Dependencies that must answer for `/health/ready`. */
   readiness?: Record<string, ReadinessCheck>;
   /** Serve `/openapi.json` and `/docs` generated from the route schemas. */
@@ -55,8 +72,6 @@ export interface HttpAppOptions {
     title: string;
     description?: string;
     version?: string;
-    /** Absolute base URL clients reach the API at (PUBLIC_BASE_URL), the document's `servers`. */
-    publicBaseUrl?: string;
     /** Documents to fold into this one (the distributed gateway adds its services' documents). */
     merge?: () => Promise<OpenApiDoc[]>;
   };
@@ -99,6 +114,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  if (options.publicBaseUrl) absoluteFileUrls(app, options.publicBaseUrl);
 
   if (options.openapi) {
     await app.register(fastifySwagger, {
@@ -118,7 +134,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
         security: [{ apiKey: [] }],
       },
       transform: openApiTransform,
-      transformObject: openApiTransformObject({ publicBaseUrl: options.openapi.publicBaseUrl }),
+      transformObject: openApiTransformObject({ publicBaseUrl: options.publicBaseUrl }),
     });
     const merge = options.openapi.merge;
     let merged: OpenApiDoc | undefined;
