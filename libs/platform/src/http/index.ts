@@ -8,6 +8,7 @@ import { decorateIdentity } from '../auth';
 import { installErrorHandling } from './problem';
 import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
+import { asyncApiDocument } from './asyncapi';
 import { API_TAGS, openApiTransform, openApiTransformObject } from './openapi';
 
 export interface OpenApiDoc {
@@ -144,6 +145,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
       return merged;
     };
     app.get('/openapi.json', { schema: { hide: true } }, document);
+    const events = asyncApiDocument({ title: options.openapi.title, version: options.openapi.version });
+    app.get('/asyncapi.json', { schema: { hide: true } }, async () => events);
     await app.register(fastifySwaggerUi, {
       routePrefix: '/docs',
       // The UI's own JSON route is synchronous: serve the last merged document (refreshed by /openapi.json).
