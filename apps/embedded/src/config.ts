@@ -1,4 +1,4 @@
-import { envLogLevel, envPort, envPublicBaseUrl, parseEnv } from '@estate/platform/config';
+import { envLogLevel, envLogPretty, envPort, envPublicBaseUrl, parseEnv } from '@estate/platform/config';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -10,6 +10,7 @@ const schema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   LOG_LEVEL: envLogLevel,
   PUBLIC_BASE_URL: envPublicBaseUrl,
+  LOG_PRETTY: envLogPretty,
 });
 
 export interface EmbeddedConfig {
@@ -22,6 +23,8 @@ export interface EmbeddedConfig {
   logLevel: string;
   /** Where clients reach the API (PUBLIC_BASE_URL): URLs in answers and the document's server are absolute with it. */
   publicBaseUrl?: string;
+  /** Readable log lines (LOG_PRETTY); unset: readable on a terminal. */
+  logPretty?: boolean;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
@@ -35,5 +38,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
+    logPretty: e.LOG_PRETTY,
   });
 }

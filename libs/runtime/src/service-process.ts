@@ -1,6 +1,7 @@
 import {
   parseEnv,
   envLogLevel,
+  envLogPretty,
   envNatsNamespace,
   envPort,
   envPublicBaseUrl,
@@ -29,6 +30,7 @@ export function serviceEnv(service: string, defaultPort: number) {
     INTERNAL_SIGNING_SECRET: envSecret(32),
     LOG_LEVEL: envLogLevel,
     PUBLIC_BASE_URL: envPublicBaseUrl,
+    LOG_PRETTY: envLogPretty,
   });
 }
 
@@ -44,6 +46,7 @@ export function processConfig(e: ServiceEnv) {
     signingSecret: e.INTERNAL_SIGNING_SECRET,
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
+    logPretty: e.LOG_PRETTY,
   };
 }
 
@@ -90,7 +93,7 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
 ): Promise<void> {
   try {
     const config = spec.loadConfig(process.env);
-    const log = createLogger({ service: spec.service, level: config.logLevel });
+    const log = createLogger({ service: spec.service, level: config.logLevel, pretty: config.logPretty });
     const adapters = await connectDistributedAdapters(config, spec.service, log);
     const runtime = await spec.compose({ store: adapters.store, bus: adapters.bus, log, config });
     const app = await createHttpApp({

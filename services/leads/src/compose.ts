@@ -1,3 +1,4 @@
+import { serviceLogger } from '@estate/platform/logging';
 import { OutboxRelay, type Bus } from '@estate/bus';
 import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
@@ -41,7 +42,7 @@ export async function composeLeads(deps: {
   log: Logger;
   clock?: () => Date;
 }): Promise<LeadsRuntime> {
-  const log = deps.log.child({ service: 'leads' });
+  const log = serviceLogger(deps.log, 'leads');
   const clock = deps.clock ?? (() => new Date());
   const [leadRepo, activityRepo, agentRepo, summaries, routingRepo, configs] = await Promise.all([
     LeadRepository.open(deps.store),

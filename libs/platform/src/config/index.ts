@@ -35,3 +35,8 @@ export const envPublicBaseUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.example.com' })
   .transform((u) => u.replace(/\/+$/, ''))
   .optional();
+/** LOG_PRETTY=1 for readable log lines, 0 for JSON; unset: readable on a terminal. */
+export const envLogPretty = z
+  .enum(['0', '1', 'true', 'false'])
+  .transform((v) => v === '1' || v === 'true')
+  .optional();

@@ -116,6 +116,14 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     reply.header('x-request-id', request.id);
   });
   if (options.publicBaseUrl) absoluteFileUrls(app, options.publicBaseUrl);
+  // Once the caller is known (the onRequest authentication hooks have run), every line logged for the request
+  // names its account and API key (the key's id, never its secret).
+  app.addHook('preValidation', async (request, reply) => {
+    const who = request.identity;
+    if (!who) return;
+    request.log = request.log.child({ accountId: who.accountId, keyId: who.keyId });
+    reply.log = request.log;
+  });
 
   if (options.openapi) {
     await app.register(fastifySwagger, {
