@@ -3,6 +3,7 @@ import type { EventPayload, Subject } from '@estate/contracts/events';
 import type { DocumentCollection, StoredDoc, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
+import { metrics, secondsSince } from '@estate/platform/metrics';
 
 /**
  * Transactional outbox without multi-document transactions (FerretDB and NeDB have none):
@@ -145,6 +146,10 @@ export class OutboxRelay {
     const entries = doc._outbox ?? [];
     for (const e of entries) {
       await this.deps.bus.publish(e.subject, e.payload as never, { msgId: e.eventId, requestId: e.requestId });
+      metrics.outboxLag.observe(
+        { subject: e.subject },
+        secondsSince((e.payload as { occurredAt?: string }).occurredAt),
+      );
     }
     if (doc._deleted) {
       if (await col.deleteOne({ id: doc.id, version: doc.version, _outboxPending: true })) return;
