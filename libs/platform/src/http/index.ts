@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import { AppError } from '../errors';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { decorateIdentity } from '../auth';
-import { installErrorHandling } from './problem';
+import { installErrorHandling, sendProblem } from './problem';
 import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
 import { asyncApiDocument } from './asyncapi';
@@ -99,7 +100,19 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Ids are at most 64 characters: a longer path segment reaches validation (422) instead of the router's 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // Paths the router cannot decode answer problem+json like everything else.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      return sendProblem(
+        reply as FastifyReply,
+        new AppError(
+          err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'validation_failed' : 'malformed_request',
+          `The path cannot be read: ${err.message}`,
+        ),
+      );
+    },
   }) as unknown as FastifyInstance;
   // JSON in, JSON out: anything else is 415 (the media service adds multipart for uploads).
   app.removeContentTypeParser('text/plain');
@@ -111,10 +124,11 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   decorateIdentity(app);
-  installErrorHandling(app);
+  // First of all hooks: every answer, whatever refuses the request, carries the request id.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  installErrorHandling(app);
   if (options.publicBaseUrl) absoluteFileUrls(app, options.publicBaseUrl);
   // Once the caller is known (the onRequest authentication hooks have run), every line logged for the request
   // names its account and API key (the key's id, never its secret).

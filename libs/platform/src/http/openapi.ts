@@ -294,8 +294,10 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
       responses['415'] ??= {};
       responses['422'] ??= {};
     }
-    if (op.parameters?.some((p: Json) => p.in === 'query' || p.in === 'path')) responses['422'] ??= {};
   }
+  // Parameters are validated (unknown query parameters refused) wherever they are read.
+  if (op.parameters?.some((p: Json) => p.in === 'query' || p.in === 'path')) responses['422'] ??= {};
+
   const stream = op['x-event-stream'];
   if (stream) {
     responses['200'] = {

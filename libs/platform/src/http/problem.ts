@@ -97,7 +97,39 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendProblem(reply, appError);
   });
 
+  answerUnsupportedMethods(app);
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
   );
+}
+
+/** find-my-way's route syntax as a regular expression over a concrete path. */
+function patternOf(url: string): RegExp {
+  const body = url
+    .split('/')
+    .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${body}/?$`);
+}
+
+/**
+ * A path that exists with other methods answers 405 with `Allow` (RFC 9110), before anything else reads the
+ * request: an unknown method must not reach body parsing or authentication.
+ */
+function answerUnsupportedMethods(app: FastifyInstance): void {
+  const routes: { pattern: RegExp; methods: string[] }[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
+    routes.push({ pattern: patternOf(route.url), methods });
+  });
+  app.addHook('onRequest', async (request) => {
+    if (!request.is404) return;
+    const path = request.url.split('?')[0];
+    const allowed = new Set<string>();
+    for (const r of routes) if (r.pattern.test(path)) for (const m of r.methods) allowed.add(m);
+    if (allowed.size === 0 || allowed.has(request.method)) return;
+    throw new AppError('method_not_allowed', `${request.method} is not supported on ${path}`, {
+      headers: { allow: [...allowed].sort().join(', ') },
+    });
+  });
 }

@@ -126,6 +126,9 @@ export async function mediaRoutes(
     async (request, reply) => {
       const ctx = requestContext(request);
       if (request.isMultipart()) {
+        // Without a boundary the parts cannot be found: the client's mistake, not a failure of ours.
+        if (!/;\s*boundary=/i.test(request.headers['content-type'] ?? ''))
+          throw new AppError('malformed_request', 'multipart/form-data needs a boundary parameter');
         const session = await uploads.begin(ctx, request.params.id);
         let items;
         try {
