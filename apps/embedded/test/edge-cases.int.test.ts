@@ -30,6 +30,8 @@ describe('answers a fuzzer looks for', () => {
     const item = await product.app.inject({ method: 'POST', url: '/v1/listings/lst_1', headers: auth });
     expect(item.statusCode).toBe(405);
     expect(item.headers.allow).toBe('DELETE, GET, HEAD, PATCH');
+    const bulk = await product.app.inject({ method: 'OPTIONS', url: '/v1/listings/bulk', headers: auth });
+    expect(bulk.headers.allow).toBe('POST');
     expect((await product.app.inject({ method: 'GET', url: '/v1/nowhere', headers: auth })).statusCode).toBe(404);
   });
 
@@ -48,5 +50,23 @@ describe('answers a fuzzer looks for', () => {
     });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'malformed_request' });
+  });
+});
+
+describe('requests the HTTP parser refuses', () => {
+  it('answers headers that are too large with 431 problem+json', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-431-'));
+    const product = await startEmbedded(dir);
+    try {
+      await product.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = product.app.server.address() as import('node:net').AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/v1/listings?cursor=${'x'.repeat(20_000)}`);
+      expect(res.status).toBe(431);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({ code: 'headers_too_large', requestId: res.headers.get('x-request-id') });
+    } finally {
+      await product.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,7 +6,9 @@ import { AppError } from '../errors';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { decorateIdentity } from '../auth';
-import { installErrorHandling, sendProblem } from './problem';
+import { installErrorHandling, PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
+import { errorStatus, errorTitles } from '@estate/contracts/errors';
+import type { Duplex } from 'node:stream';
 import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
 import { asyncApiDocument } from './asyncapi';
@@ -42,6 +44,37 @@ export { API_TAGS, finishOpenApi } from './openapi';
 export type { ReadinessCheck } from './observability';
 
 export type App = FastifyInstance;
+
+/** Node's HTTP parser refused the request before any route saw it: a problem+json answer, then the socket closes. */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const code =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'headers_too_large'
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'request_timeout'
+        : 'malformed_request';
+  const requestId = randomUUID();
+  const body = JSON.stringify(
+    problemBody(code, `The request could not be read (${err.code ?? 'parse error'})`, requestId),
+  );
+  const status = errorStatus[code];
+  socket.end(
+    [
+      `HTTP/1.1 ${status} ${errorTitles[code]}`,
+      `content-type: ${PROBLEM_CONTENT_TYPE}`,
+      `content-length: ${Buffer.byteLength(body)}`,
+      `x-request-id: ${requestId}`,
+      'x-content-type-options: nosniff',
+      'connection: close',
+      '',
+      body,
+    ].join('\r\n'),
+  );
+}
 
 /**
  * Image URLs are stored and passed between services as paths (`/files/<token>/<rendition>`), so that the
@@ -102,6 +135,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     return503OnClosing: true,
     // Ids are at most 64 characters: a longer path segment reaches validation (422) instead of the router's 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // Requests Node's HTTP parser refuses (headers or URL too long, malformed, too slow) answer problem+json too.
+    clientErrorHandler: answerClientError,
     // Paths the router cannot decode answer problem+json like everything else.
     frameworkErrors: (err, request, reply) => {
       reply.header('x-request-id', request.id);

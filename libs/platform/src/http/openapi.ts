@@ -71,6 +71,7 @@ const STATUS_TEXT: Record<string, string> = {
   '415': 'Unsupported content type',
   '422': 'Invalid: `errors` lists each field and why',
   '429': 'Rate limited: retry after `Retry-After` seconds',
+  '431': 'Request headers or URL too large',
   '502': 'A service behind the gateway did not answer',
   '503': 'Not ready or shutting down; retry',
 };
@@ -277,6 +278,15 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
     if (method === 'patch') body['application/merge-patch+json'] = { ...json };
   }
   if (op['x-multipart']) {
+    // The route lets a null JSON body through for the multipart form; the JSON form itself is never null.
+    const json = op.requestBody?.content?.['application/json'];
+    const branches: Json[] | undefined = json?.schema?.anyOf;
+    const nonNull = branches?.filter((b) => b.type !== 'null');
+    if (json && nonNull?.length === 1) {
+      json.schema = nonNull[0];
+      const example = resolve(doc, json.schema)?.examples?.[0];
+      if (example !== undefined) json.example = example;
+    }
     op.requestBody ??= { required: true, content: {} };
     op.requestBody.content['multipart/form-data'] = { schema: op['x-multipart'] };
     delete op['x-multipart'];
@@ -285,6 +295,8 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
   const responses: Json = { ...op.responses, ...op['x-responses'] };
   delete op['x-responses'];
   if (!Object.keys(responses).some((code) => code.startsWith('4'))) responses['400'] ??= {};
+  // Any request can carry more headers (or a longer URL) than the server reads.
+  responses['431'] ??= {};
   if (keyed) {
     responses['401'] ??= {};
     responses['429'] ??= {};

@@ -117,16 +117,20 @@ function patternOf(url: string): RegExp {
  * request: an unknown method must not reach body parsing or authentication.
  */
 function answerUnsupportedMethods(app: FastifyInstance): void {
-  const routes: { pattern: RegExp; methods: string[] }[] = [];
+  const routes: { pattern: RegExp; params: number; methods: string[] }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
-    routes.push({ pattern: patternOf(route.url), methods });
+    const params = route.url.split('/').filter((p) => p.startsWith(':') || p === '*').length;
+    routes.push({ pattern: patternOf(route.url), params, methods });
   });
   app.addHook('onRequest', async (request) => {
     if (!request.is404) return;
     const path = request.url.split('?')[0];
+    // The resource is the most specific pattern that matches (`/v1/listings/bulk` rather than `/v1/listings/:id`).
+    const matching = routes.filter((r) => r.pattern.test(path));
+    const fewest = Math.min(...matching.map((r) => r.params));
     const allowed = new Set<string>();
-    for (const r of routes) if (r.pattern.test(path)) for (const m of r.methods) allowed.add(m);
+    for (const r of matching) if (r.params === fewest) for (const m of r.methods) allowed.add(m);
     if (allowed.size === 0 || allowed.has(request.method)) return;
     throw new AppError('method_not_allowed', `${request.method} is not supported on ${path}`, {
       headers: { allow: [...allowed].sort().join(', ') },
