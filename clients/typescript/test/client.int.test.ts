@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEstateClient, EstateApiError, unwrap, type EstateClient } from '../src';
+import { Webhook } from 'standardwebhooks';
+import { createEstateClient, EstateApiError, unwrap, verifyWebhook, type EstateClient } from '../src';
 import { composeEmbedded, type EmbeddedConfig, type EmbeddedProduct } from '@estate/embedded';
 import { eventually } from '@estate/testing';
 import pino from 'pino';
@@ -214,5 +215,22 @@ describe('@estate/client retries', () => {
     } finally {
       await product.close();
     }
+  });
+});
+
+describe('verifyWebhook', () => {
+  it('accepts a Standard Webhooks signature made with the secret, and refuses a changed body or another secret', () => {
+    const secret = `whsec_${Buffer.from('a'.repeat(32)).toString('base64')}`;
+    const id = 'evt_1';
+    const at = new Date();
+    const body = JSON.stringify({ id, type: 'listing.created', data: { id: 'lst_1' } });
+    const headers = {
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': new Webhook(secret).sign(id, at, body),
+    };
+    expect(verifyWebhook(secret, body, headers)).toMatchObject({ type: 'listing.created' });
+    expect(() => verifyWebhook(secret, body.replace('lst_1', 'lst_2'), headers)).toThrow();
+    expect(() => verifyWebhook(`whsec_${Buffer.from('b'.repeat(32)).toString('base64')}`, body, headers)).toThrow();
   });
 });
