@@ -33,6 +33,8 @@ export default tseslint.config(
       '**/*.js',
       '**/*.mjs',
       '**/*.cjs',
+      // Generated from the OpenAPI document (npm run client:generate).
+      'clients/typescript/src/schema.ts',
     ],
   },
   js.configs.recommended,
@@ -88,6 +90,8 @@ export default tseslint.config(
               ],
             },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['*'] },
+            // The client ships alone; only its tests start the product.
+            { sourceTag: 'type:client', onlyDependOnLibsWithTags: ['type:app', 'type:contracts', 'type:testing'] },
           ],
         },
       ],
@@ -98,6 +102,15 @@ export default tseslint.config(
     files: ['libs/*/src/**/*.ts', 'services/*/src/**/*.ts'],
     ignores: ['**/*.spec.ts', '**/*.test.ts', 'libs/testing/**', 'libs/runtime/**', 'services/*/src/main.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [crossProject, adapters, testHelpers] }] },
+  },
+  {
+    files: ['clients/*/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@estate/*'], message: 'The client is published alone: it imports no project code.' }] },
+      ],
+    },
   },
   {
     files: ['libs/contracts/**/*.ts'],

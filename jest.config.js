@@ -14,7 +14,14 @@ const swc = [
 const shared = {
   rootDir: __dirname,
   testEnvironment: 'node',
-  roots: ['<rootDir>/libs', '<rootDir>/services', '<rootDir>/apps', '<rootDir>/tools', '<rootDir>/test'],
+  roots: [
+    '<rootDir>/libs',
+    '<rootDir>/services',
+    '<rootDir>/apps',
+    '<rootDir>/tools',
+    '<rootDir>/test',
+    '<rootDir>/clients',
+  ],
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {
     '^@estate/contracts$': '<rootDir>/libs/contracts/src/index.ts',
@@ -32,6 +39,7 @@ const shared = {
     '^@estate/blobs/(.*)$': '<rootDir>/libs/blobs/src/$1.ts',
     '^@estate/runtime$': '<rootDir>/libs/runtime/src/index.ts',
     '^@estate/embedded$': '<rootDir>/apps/embedded/src/index.ts',
+    '^@estate/client$': '<rootDir>/clients/typescript/src/index.ts',
     '^@estate/(listings|media|leads|gateway)$': '<rootDir>/services/$1/src/index.ts',
   },
 };

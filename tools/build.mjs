@@ -10,6 +10,8 @@ const entries = {
   'services/media/main': 'services/media/src/main.ts',
   'services/leads/main': 'services/leads/src/main.ts',
   'tools/bench/main': 'tools/bench/src/main.ts',
+  'tools/api-docs/main': 'tools/api-docs/src/main.ts',
+  'tools/seed/main': 'tools/seed/src/main.ts',
 };
 
 // Outputs are overwritten in place (no wipe first): processes already running from dist/ keep working.

@@ -86,6 +86,7 @@ export async function composeEmbedded(
     service: 'embedded',
     logger: log,
     bodyLimit: 5 * 1024 * 1024,
+    publicBaseUrl: config.publicBaseUrl,
     readiness: {
       bus: () => bus.ping(),
       ...listings.readiness,

@@ -1,4 +1,4 @@
-import { envLogLevel, envPort, parseEnv } from '@estate/platform/config';
+import { envLogLevel, envLogPretty, envPort, envPublicBaseUrl, parseEnv } from '@estate/platform/config';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -9,6 +9,8 @@ const schema = z.object({
   PLATFORM_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   LOG_LEVEL: envLogLevel,
+  PUBLIC_BASE_URL: envPublicBaseUrl,
+  LOG_PRETTY: envLogPretty,
 });
 
 export interface EmbeddedConfig {
@@ -19,6 +21,10 @@ export interface EmbeddedConfig {
   platformApiKey?: string;
   rateLimitPerMinute: number;
   logLevel: string;
+  /** Where clients reach the API (PUBLIC_BASE_URL): URLs in answers and the document's server are absolute with it. */
+  publicBaseUrl?: string;
+  /** Readable log lines (LOG_PRETTY); unset: readable on a terminal. */
+  logPretty?: boolean;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
@@ -31,5 +37,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     platformApiKey: e.PLATFORM_API_KEY,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
+    publicBaseUrl: e.PUBLIC_BASE_URL,
+    logPretty: e.LOG_PRETTY,
   });
 }

@@ -6,7 +6,7 @@ import { loadConfig } from './config';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const log = createLogger({ service: 'embedded', level: config.logLevel });
+  const log = createLogger({ service: 'embedded', level: config.logLevel, pretty: config.logPretty });
   const product = await composeEmbedded(config, log);
   closeOnSignals(log, () => product.close());
   await product.app.listen({ port: config.port, host: config.host });

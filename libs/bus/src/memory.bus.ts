@@ -10,6 +10,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from './bus';
+import { metrics, reportBacklog } from '@estate/platform/metrics';
 
 interface Member {
   handler: (message: BusMessage<Subject>) => Promise<void>;
@@ -40,11 +41,29 @@ export class MemoryBus implements Bus {
   private readonly seen = new Map<string, number>();
   private readonly inflight = new Set<Promise<void>>();
   private closed = false;
+  /** Messages published and not yet handled, per durable group (the lag and queue-depth metrics). */
+  private readonly pending = new Map<string, number>();
+  private readonly unreport: () => void;
 
   constructor(
     private readonly log: Logger,
     private readonly retryBaseMs = 50,
-  ) {}
+  ) {
+    this.unreport = reportBacklog({ backlog: async () => this.backlog() });
+  }
+
+  private backlog() {
+    const consumers = [...this.groups.entries()].map(([durable, group]) => ({
+      durable,
+      stream: subjects[group.subjects[0]].stream as string,
+      pending: this.pending.get(durable) ?? 0,
+    }));
+    const queues = new Map<string, number>();
+    for (const c of consumers)
+      if ((streams[c.stream as keyof typeof streams] as { workQueue: boolean }).workQueue)
+        queues.set(c.stream, (queues.get(c.stream) ?? 0) + c.pending);
+    return { consumers, queues: [...queues].map(([stream, depth]) => ({ stream, depth })) };
+  }
 
   async publish<S extends Subject>(subject: S, payload: EventPayload<S>, options: PublishOptions = {}): Promise<void> {
     if (this.closed) throw new Error('bus closed');
@@ -60,7 +79,10 @@ export class MemoryBus implements Bus {
         requestId: options.requestId,
         deliveryCount: 1,
       } as BusMessage<Subject>;
-      group.tail = group.tail.then(() => this.deliver(durable, group, message));
+      this.pending.set(durable, (this.pending.get(durable) ?? 0) + 1);
+      group.tail = group.tail
+        .then(() => this.deliver(durable, group, message))
+        .finally(() => this.pending.set(durable, (this.pending.get(durable) ?? 1) - 1));
       deliveries.push(group.tail);
     }
     const all = Promise.all(deliveries).then(() => undefined);
@@ -119,6 +141,7 @@ export class MemoryBus implements Bus {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.unreport();
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     this.listeners.clear();
   }
@@ -127,6 +150,7 @@ export class MemoryBus implements Bus {
     for (let attempt = 1; attempt <= group.maxDeliver; attempt++) {
       const member = this.pick(group);
       if (!member) return; // nobody listening any more: like a consumer that was deleted
+      if (attempt > 1) metrics.redeliveries.inc({ subject: message.subject, durable });
       try {
         await member.handler({ ...message, deliveryCount: attempt });
         return;

@@ -31,6 +31,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from './bus';
+import { metrics, reportBacklog } from '@estate/platform/metrics';
 
 export interface NatsBusOptions {
   log: Logger;
@@ -127,6 +128,9 @@ export class NatsBus implements Bus {
   private closing?: Promise<void>;
   private readonly multiFilter: boolean;
   private readonly names: Names;
+  /** The durable consumers this process reads (stream, durable), for the lag metric. */
+  private readonly consumers = new Map<string, { stream: StreamName; durable: string }>();
+  private unreport?: () => void;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -137,6 +141,26 @@ export class NatsBus implements Bus {
     // Several filter subjects on one consumer need NATS 2.10.
     this.multiFilter = versionAtLeast(nc.info?.version, [2, 10, 0]);
     this.names = new Names(opts.namespace);
+    this.unreport = reportBacklog({ backlog: () => this.backlog() });
+  }
+
+  /** Messages not yet handled per durable consumer of this process, and waiting in each work queue. */
+  private async backlog() {
+    const consumers = await Promise.all(
+      [...this.consumers.values()].map(async ({ stream, durable }) => {
+        const info = await this.jsm.consumers.info(this.names.stream(stream), durable);
+        return { stream, durable, pending: info.num_pending + info.num_ack_pending };
+      }),
+    );
+    const queues = await Promise.all(
+      (Object.keys(streams) as StreamName[])
+        .filter((s) => streams[s].workQueue)
+        .map(async (stream) => ({
+          stream,
+          depth: (await this.jsm.streams.info(this.names.stream(stream))).state.messages,
+        })),
+    );
+    return { consumers, queues };
   }
 
   static async connect(url: string, opts: NatsBusOptions): Promise<NatsBus> {
@@ -190,6 +214,7 @@ export class NatsBus implements Bus {
     const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
 
     await this.ensureConsumer(stream, options.durable, [...wanted], maxDeliver, ackWaitMs);
+    this.consumers.set(`${stream}/${options.durable}`, { stream, durable: options.durable });
     const consumer = await this.js.consumers.get(this.names.stream(stream), options.durable);
     const messages: ConsumerMessages = await consumer.consume({
       max_messages: options.prefetch ?? this.opts.prefetch ?? DEFAULT_PREFETCH,
@@ -290,6 +315,7 @@ export class NatsBus implements Bus {
 
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.unreport?.();
       await Promise.all([...this.running].map((r) => r.stop()));
       for (const sub of this.listeners) if (!sub.isClosed()) sub.unsubscribe();
       this.listeners.clear();
@@ -322,6 +348,7 @@ export class NatsBus implements Bus {
     }
     const requestId = m.headers?.get(REQUEST_ID) || undefined;
     const deliveryCount = m.info.deliveryCount;
+    if (deliveryCount > 1) metrics.redeliveries.inc({ subject, durable: m.info.consumer });
     let payload: unknown;
     try {
       payload = subjects[subject].schema.parse(m.json<unknown>());

@@ -4,6 +4,7 @@ import { DependencyUnavailable } from '@estate/platform/errors';
 import type { DocumentCollection, StoredDoc, Transaction, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
+import { metrics, secondsSince } from '@estate/platform/metrics';
 
 const causeOf = (err: DependencyUnavailable): string =>
   err.extra.cause instanceof Error ? err.extra.cause.message : err.detail;
@@ -169,6 +170,10 @@ export class OutboxRelay {
   private async publish(doc: OutboxDoc): Promise<void> {
     for (const e of doc._outbox ?? []) {
       await this.deps.bus.publish(e.subject, e.payload as never, { msgId: e.eventId, requestId: e.requestId });
+      metrics.outboxLag.observe(
+        { subject: e.subject },
+        secondsSince((e.payload as { occurredAt?: string }).occurredAt),
+      );
     }
   }
 

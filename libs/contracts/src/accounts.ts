@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { examples } from './examples';
 
 export const roles = ['admin', 'agent', 'integration'] as const;
 export const role = z.enum(roles);
@@ -31,7 +32,7 @@ export const apiKeyCreate = z
     if (v.role !== 'agent' && v.agentId)
       ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is only allowed for role agent' });
   })
-  .meta({ id: 'ApiKeyCreate' });
+  .meta({ id: 'ApiKeyCreate', examples: [examples.apiKeyCreate] });
 export type ApiKeyCreate = z.infer<typeof apiKeyCreate>;
 
 export const apiKey = z
@@ -52,7 +53,9 @@ export const apiKeyWithSecret = apiKey
 
 export const apiKeyList = z.object({ items: z.array(apiKey) });
 
-export const accountCreate = z.strictObject({ name: z.string().trim().min(1).max(200) }).meta({ id: 'AccountCreate' });
+export const accountCreate = z
+  .strictObject({ name: z.string().trim().min(1).max(200) })
+  .meta({ id: 'AccountCreate', examples: [examples.accountCreate] });
 export const account = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).meta({ id: 'Account' });
 export type Account = z.infer<typeof account>;
 export const accountCreated = z.object({ account, adminKey: apiKeyWithSecret });

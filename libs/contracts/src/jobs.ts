@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorCodes } from './errors';
+import { examples } from './examples';
 
 /** Most items one bulk call may carry; more is 422 `bulk_limit_exceeded`. */
 export const BULK_MAX_ITEMS = 100;
@@ -33,7 +34,7 @@ export const bulkListingsRequest = z
       .min(1)
       .describe(`1 to ${BULK_MAX_ITEMS} listings`),
   })
-  .meta({ id: 'BulkListingsRequest' });
+  .meta({ id: 'BulkListingsRequest', examples: [examples.bulkListingsRequest] });
 export type BulkListingsRequest = z.infer<typeof bulkListingsRequest>;
 
 export const bulkAccepted = z.object({ jobId: z.string(), state: z.literal('queued') }).meta({ id: 'BulkAccepted' });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { commaList, isoDateTime, mergePatchOf, page, pageQuery, single, sortParam } from './common';
+import { examples } from './examples';
 
 /** RESO StandardStatus, snake_case. */
 export const listingStatuses = [
@@ -104,12 +105,17 @@ function externalKeyComplete(v: { externalId?: string | null; source?: string | 
 
 /** The writable fields of a listing, as a create body. */
 export const listingInputObject = z.strictObject(listingInputShape);
-export const listingCreate = listingInputObject.superRefine(externalKeyComplete).meta({ id: 'ListingCreate' });
+export const listingCreate = listingInputObject
+  .superRefine(externalKeyComplete)
+  .meta({ id: 'ListingCreate', examples: [examples.listingCreate] });
 export type ListingCreate = z.infer<typeof listingCreate>;
 export type ListingInput = z.input<typeof listingCreate>;
 
 /** JSON merge patch over the writable fields. */
-export const listingPatch = mergePatchOf(listingInputObject).meta({ id: 'ListingPatch' });
+export const listingPatch = mergePatchOf(listingInputObject).meta({
+  id: 'ListingPatch',
+  examples: [examples.listingPatch],
+});
 export type ListingPatch = z.infer<typeof listingPatch>;
 
 export const photoUrls = z.object({ original: z.string(), large: z.string(), thumb: z.string() });

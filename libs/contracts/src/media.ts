@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { page, pageQuery } from './common';
 import { photoUrls } from './listings';
+import { examples } from './examples';
 
 /** Images a listing may hold (tours are counted separately). */
 export const MAX_IMAGES_PER_LISTING = 50;
@@ -38,7 +39,7 @@ export const virtualTourCreate = z
     url: httpsUrl,
     caption: mediaCaption.optional(),
   })
-  .meta({ id: 'VirtualTourCreate' });
+  .meta({ id: 'VirtualTourCreate', examples: [examples.virtualTourCreate] });
 export type VirtualTourCreate = z.infer<typeof virtualTourCreate>;
 
 /** JSON merge patch of one media item: caption (null clears it) and isPrimary. */
@@ -47,7 +48,7 @@ export const mediaPatch = z
     caption: mediaCaption.nullable().optional(),
     isPrimary: z.literal(true, { error: 'can only be set to true: make another image primary instead' }).optional(),
   })
-  .meta({ id: 'MediaPatch' });
+  .meta({ id: 'MediaPatch', examples: [examples.mediaPatch] });
 export type MediaPatch = z.infer<typeof mediaPatch>;
 
 export const mediaOrder = z
@@ -56,7 +57,7 @@ export const mediaOrder = z
       .array(z.string().min(1).max(64))
       .describe('Every media id of the listing (tours included), each exactly once, in the new order'),
   })
-  .meta({ id: 'MediaOrder' });
+  .meta({ id: 'MediaOrder', examples: [examples.mediaOrder] });
 export type MediaOrder = z.infer<typeof mediaOrder>;
 
 export const mediaParams = z.object({ id: z.string().min(1).max(64), mediaId: z.string().min(1).max(64) });

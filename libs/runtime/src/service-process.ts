@@ -1,4 +1,13 @@
-import { parseEnv, envLogLevel, envNatsNamespace, envPort, envSecret, envUrl } from '@estate/platform/config';
+import {
+  parseEnv,
+  envLogLevel,
+  envLogPretty,
+  envNatsNamespace,
+  envPort,
+  envPublicBaseUrl,
+  envSecret,
+  envUrl,
+} from '@estate/platform/config';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp, type OpenApiDoc } from '@estate/platform/http';
 import { closeOnSignals, exitOnStartFailure } from '@estate/platform/lifecycle';
@@ -21,6 +30,8 @@ export function serviceEnv(service: string, defaultPort: number) {
     NATS_NAMESPACE: envNatsNamespace,
     INTERNAL_SIGNING_SECRET: envSecret(32),
     LOG_LEVEL: envLogLevel,
+    PUBLIC_BASE_URL: envPublicBaseUrl,
+    LOG_PRETTY: envLogPretty,
   });
 }
 
@@ -35,6 +46,8 @@ export function processConfig(e: ServiceEnv) {
     nats: { url: e.NATS_URL, namespace: e.NATS_NAMESPACE },
     signingSecret: e.INTERNAL_SIGNING_SECRET,
     logLevel: e.LOG_LEVEL,
+    publicBaseUrl: e.PUBLIC_BASE_URL,
+    logPretty: e.LOG_PRETTY,
   };
 }
 
@@ -83,7 +96,7 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
     const config = spec.loadConfig(process.env);
     // Every replica of the deployment signs and accepts the same cursors.
     useCursorSecrets([config.signingSecret]);
-    const log = createLogger({ service: spec.service, level: config.logLevel });
+    const log = createLogger({ service: spec.service, level: config.logLevel, pretty: config.logPretty });
     const adapters = await connectDistributedAdapters(config, spec.service, log);
     const runtime = await spec.compose({ store: adapters.store, bus: adapters.bus, log, config });
     const app = await createHttpApp({
@@ -91,6 +104,7 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
       logger: log,
       bodyLimit: spec.bodyLimit,
       readiness: { ...adapters.readiness, ...runtime.readiness },
+      publicBaseUrl: config.publicBaseUrl,
       openapi: { title: spec.title, merge: runtime.openapiSources },
     });
     if (!spec.edge) requireSignedIdentity(app, config.signingSecret);

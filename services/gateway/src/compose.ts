@@ -1,3 +1,4 @@
+import { serviceLogger } from '@estate/platform/logging';
 import type { Bus } from '@estate/bus';
 import type { OpenApiDoc } from '@estate/platform/http';
 import type { DocumentStore } from '@estate/store';
@@ -54,7 +55,7 @@ export async function composeAccess(
 
 export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime> {
   const clock = deps.clock ?? (() => new Date());
-  const log = deps.log.child({ service: 'gateway' });
+  const log = serviceLogger(deps.log, 'gateway');
   const accessRepo = await AccessRepository.open(deps.store);
   const access = new AccessService({ repo: accessRepo, clock });
   const bootstrap = new BootstrapService({ repo: accessRepo, access, clock });

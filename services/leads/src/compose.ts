@@ -1,3 +1,4 @@
+import { serviceLogger } from '@estate/platform/logging';
 import { OutboxRelay, type Bus } from '@estate/bus';
 import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
@@ -43,7 +44,7 @@ export async function composeLeads(deps: {
   /** The store's transaction, where it has one (SQLite): the outbox relay clears what it published in one commit. */
   transaction?: Transaction;
 }): Promise<LeadsRuntime> {
-  const log = deps.log.child({ service: 'leads' });
+  const log = serviceLogger(deps.log, 'leads');
   const clock = deps.clock ?? (() => new Date());
   const [leadRepo, activityRepo, agentRepo, summaries, routingRepo, configs] = await Promise.all([
     LeadRepository.open(deps.store),

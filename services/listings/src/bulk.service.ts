@@ -7,6 +7,7 @@ import { newId } from '@estate/platform/ids';
 import type { Logger } from 'pino';
 import { BULK_ROLES, submittedCommand } from './bulk.rules';
 import type { BulkJobDoc, BulkJobRepository } from './repositories/bulk-job.repository';
+import { metrics } from '@estate/platform/metrics';
 
 export interface BulkDeps {
   jobs: BulkJobRepository;
@@ -51,6 +52,7 @@ export class BulkService {
     };
     await this.deps.jobs.insert(job, body.listings);
     this.deps.outbox.kick();
+    metrics.jobsSubmitted.inc({ type: job.type });
     this.deps.log.info({ jobId: id, items: total, requestId: ctx.requestId }, 'bulk job queued');
     return { jobId: id, state: 'queued' };
   }

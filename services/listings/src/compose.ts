@@ -1,3 +1,4 @@
+import { serviceLogger } from '@estate/platform/logging';
 import { OutboxRelay, type Bus } from '@estate/bus';
 import { waitFor } from '@estate/platform/lifecycle';
 import { SearchIndexUnavailable, type ListingIndex } from '@estate/search';
@@ -51,7 +52,7 @@ export interface ListingsRuntime {
  * store at start.
  */
 export async function composeListings(deps: ListingsDeps): Promise<ListingsRuntime> {
-  const log = deps.log.child({ service: 'listings' });
+  const log = serviceLogger(deps.log, 'listings');
   const clock = deps.clock ?? (() => new Date());
   const listings = await ListingRepository.open(deps.store);
   const jobs = await BulkJobRepository.open(deps.store);

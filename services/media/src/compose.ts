@@ -1,3 +1,4 @@
+import { serviceLogger } from '@estate/platform/logging';
 import { availableParallelism } from 'node:os';
 import type { BlobStore } from '@estate/blobs';
 import { OutboxRelay, type Bus } from '@estate/bus';
@@ -63,7 +64,7 @@ export async function composeMedia(deps: {
   transaction?: Transaction;
 }): Promise<MediaRuntime> {
   const options = { ...defaultMediaOptions, ...deps.options };
-  const log = deps.log.child({ service: 'media' });
+  const log = serviceLogger(deps.log, 'media');
   const clock = deps.clock ?? (() => new Date());
   const { bus } = deps;
   const galleries = await GalleryRepository.open(deps.store);

@@ -6,6 +6,7 @@ import type { GalleryRepository } from './repositories/gallery.repository';
 import { UnreadableImageError, type ImageRendererRepository } from './repositories/image-renderer.repository';
 import type { MediaFilesRepository } from './repositories/media-files.repository';
 import type { RenditionJob } from './workers/rendition.worker';
+import { metrics } from '@estate/platform/metrics';
 
 /**
  * The renditions of one uploaded image (the `media.image.process` job), off the request path.
@@ -37,6 +38,7 @@ export class RenditionService {
     const source = await this.deps.files.readSource(token);
     if (!source) {
       await this.finish(job, { status: 'failed', failureReason: 'The uploaded file is missing from storage' }, log);
+      metrics.mediaFailures.inc({ reason: 'file_missing' });
       return;
     }
     const started = Date.now();
@@ -49,9 +51,12 @@ export class RenditionService {
       if (!(err instanceof UnreadableImageError)) throw err;
       log.info({ reason: err.message }, 'image processing failed');
       await this.finish(job, { status: 'failed', failureReason: capitalised(err.message) }, log);
+      metrics.mediaFailures.inc({ reason: 'unreadable_image' });
+      metrics.mediaProcessing.observe({ outcome: 'failed' }, (Date.now() - started) / 1000);
       return;
     }
     const outcome = await this.finish(job, { status: 'ready', width: rendered.width, height: rendered.height }, log);
+    metrics.mediaProcessing.observe({ outcome: 'ready' }, (Date.now() - started) / 1000);
     // Deleted while we rendered: its trash was emptied before our files existed, so remove them.
     if (outcome === 'gone') await this.deps.files.deleteAll(token);
     else

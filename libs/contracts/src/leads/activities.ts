@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { commaList, isoDateTime, page, pageQuery } from '../common';
 import { entityId, text } from './common';
+import { examples } from '../examples';
 
 /** Activities clients (and other services, over the bus) record. */
 export const clientActivityTypes = ['email', 'call', 'property_view', 'form_submission', 'note', 'custom'] as const;
@@ -63,7 +64,7 @@ function customTypeGoesWithCustom(v: { type: string; customType?: string }, ctx:
 export const activityCreate = z
   .strictObject(activityInputShape)
   .superRefine(customTypeGoesWithCustom)
-  .meta({ id: 'ActivityCreate' });
+  .meta({ id: 'ActivityCreate', examples: [examples.activityCreate] });
 export type ActivityCreate = z.infer<typeof activityCreate>;
 
 export const activityQuery = z.strictObject({

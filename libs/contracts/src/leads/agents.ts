@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { mergePatchOf, page, pageQuery, single } from '../common';
 import { emailInput, phoneInput, text } from './common';
+import { examples } from '../examples';
 
 const booleanQuery = z.enum(['true', 'false']).transform((v) => v === 'true');
 
@@ -22,9 +23,9 @@ export const agentInput = z.strictObject({
     .default([])
     .describe('Postal codes or cities the agent covers (used by rules without agentIds)'),
 });
-export const agentCreate = agentInput.meta({ id: 'AgentCreate' });
+export const agentCreate = agentInput.meta({ id: 'AgentCreate', examples: [examples.agentCreate] });
 export type AgentCreate = z.infer<typeof agentCreate>;
-export const agentPatch = mergePatchOf(agentInput).meta({ id: 'AgentPatch' });
+export const agentPatch = mergePatchOf(agentInput).meta({ id: 'AgentPatch', examples: [examples.agentPatch] });
 export type AgentPatch = z.infer<typeof agentPatch>;
 
 export const agent = z

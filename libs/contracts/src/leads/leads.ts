@@ -5,6 +5,7 @@ import { activitySummary } from './activities';
 import { emailInput, entityId, leadCaptureShape, phoneInput, tagsInput, text } from './common';
 import { assignment } from './routing';
 import { scoreBreakdown, scoreSources } from './scoring';
+import { examples } from '../examples';
 
 /** Open stages, in pipeline order; an agent's capacity counts the leads it holds in these. */
 export const openLeadStatuses = ['new', 'contacted', 'qualified', 'showing', 'offer', 'under_contract'] as const;
@@ -16,7 +17,10 @@ function contactRequired(v: { email?: string | null; phone?: string | null }, ct
   if (!v.email && !v.phone) ctx.addIssue({ code: 'custom', path: ['email'], message: 'email or phone is required' });
 }
 
-export const leadCapture = z.strictObject(leadCaptureShape).superRefine(contactRequired).meta({ id: 'LeadCapture' });
+export const leadCapture = z
+  .strictObject(leadCaptureShape)
+  .superRefine(contactRequired)
+  .meta({ id: 'LeadCapture', examples: [examples.leadCapture] });
 export type LeadCapture = z.infer<typeof leadCapture>;
 
 /** What a client may change on a lead; `PATCH` is a JSON merge patch over it. */
@@ -38,7 +42,7 @@ export const leadWritable = z
   .superRefine(contactRequired);
 export type LeadWritable = z.infer<typeof leadWritable>;
 
-export const leadPatch = mergePatchOf(leadWritable).meta({ id: 'LeadPatch' });
+export const leadPatch = mergePatchOf(leadWritable).meta({ id: 'LeadPatch', examples: [examples.leadPatch] });
 export type LeadPatch = z.infer<typeof leadPatch>;
 
 /** What the leads service knows about a listing, from listing events (no call per lead). */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { mergePatchOf, page, pageQuery } from '../common';
 import { propertyType } from '../listings';
 import { entityId, leadCaptureShape, text } from './common';
+import { examples } from '../examples';
 
 export const routingStrategies = ['round_robin', 'weighted', 'least_loaded', 'specific_agent'] as const;
 export const routingStrategy = z.enum(routingStrategies);
@@ -75,9 +76,14 @@ function ruleConsistent(v: z.infer<typeof routingRuleInput>, ctx: z.RefinementCt
   }
 }
 
-export const routingRuleCreate = routingRuleInput.superRefine(ruleConsistent).meta({ id: 'RoutingRuleCreate' });
+export const routingRuleCreate = routingRuleInput
+  .superRefine(ruleConsistent)
+  .meta({ id: 'RoutingRuleCreate', examples: [examples.routingRuleCreate] });
 export type RoutingRuleCreate = z.infer<typeof routingRuleCreate>;
-export const routingRulePatch = mergePatchOf(routingRuleInput).meta({ id: 'RoutingRulePatch' });
+export const routingRulePatch = mergePatchOf(routingRuleInput).meta({
+  id: 'RoutingRulePatch',
+  examples: [examples.routingRulePatch],
+});
 export type RoutingRulePatch = z.infer<typeof routingRulePatch>;
 
 export const routingRule = z
@@ -117,7 +123,7 @@ export const routingSettingsPut = z
       .describe('The team default; empty means every agent of the account'),
     defaultStrategy: routingStrategy.default('round_robin'),
   })
-  .meta({ id: 'RoutingSettingsPut' });
+  .meta({ id: 'RoutingSettingsPut', examples: [examples.routingSettingsPut] });
 export type RoutingSettingsPut = z.infer<typeof routingSettingsPut>;
 
 export const routingSettings = z
@@ -150,7 +156,7 @@ export const routingPreviewBody = z
         message: 'comes alone: either an existing lead or a lead body',
       });
   })
-  .meta({ id: 'RoutingPreviewBody' });
+  .meta({ id: 'RoutingPreviewBody', examples: [examples.routingPreviewBody] });
 export type RoutingPreviewBody = z.infer<typeof routingPreviewBody>;
 
 export const routingStepOutcomes = ['not_matched', 'no_eligible_agent', 'chosen'] as const;

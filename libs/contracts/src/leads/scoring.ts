@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { text } from './common';
+import { examples } from '../examples';
 
 /** Who set a lead's score: the engine, or a person (the engine then leaves it alone). */
 export const scoreSources = ['engine', 'manual'] as const;
@@ -76,7 +77,7 @@ export const scoringConfigInput = z
     if (Object.values(v.weights).every((w) => w === 0))
       ctx.addIssue({ code: 'custom', path: ['weights'], message: 'at least one weight must be above 0' });
   })
-  .meta({ id: 'ScoringConfigPut' });
+  .meta({ id: 'ScoringConfigPut', examples: [examples.scoringConfigPut] });
 export type ScoringConfigInput = z.infer<typeof scoringConfigInput>;
 
 export const scoringConfig = z

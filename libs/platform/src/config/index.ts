@@ -30,3 +30,13 @@ export const envNatsNamespace = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only')
   .optional();
+/** Where clients reach the API, e.g. `https://api.example.com` (no trailing slash kept). */
+export const envPublicBaseUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.example.com' })
+  .transform((u) => u.replace(/\/+$/, ''))
+  .optional();
+/** LOG_PRETTY=1 for readable log lines, 0 for JSON; unset: readable on a terminal. */
+export const envLogPretty = z
+  .enum(['0', '1', 'true', 'false'])
+  .transform((v) => v === '1' || v === 'true')
+  .optional();

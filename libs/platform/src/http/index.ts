@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import { AppError } from '../errors';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { decorateIdentity } from '../auth';
-import { installErrorHandling } from './problem';
+import { installErrorHandling, PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
+import { errorStatus, errorTitles } from '@estate/contracts/errors';
+import type { Duplex } from 'node:stream';
 import { installJsonBodyParsers } from './json-body';
 import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
+import { asyncApiDocument } from './asyncapi';
+import { API_TAGS, openApiTransform, openApiTransformObject } from './openapi';
 
 export interface OpenApiDoc {
   paths?: Record<string, unknown>;
@@ -29,18 +29,68 @@ export function mergeOpenApi(own: OpenApiDoc, others: OpenApiDoc[]): OpenApiDoc 
     paths: { ...own.paths },
     components: { ...own.components, schemas: { ...own.components?.schemas } },
   };
+  const tags = new Set((own.tags ?? []).map((t) => (t as { name: string }).name));
   for (const doc of others) {
     for (const [path, item] of Object.entries(doc.paths ?? {})) out.paths![path] ??= item;
     for (const [name, schema] of Object.entries(doc.components?.schemas ?? {}))
       out.components!.schemas![name] ??= schema;
+    for (const t of doc.tags ?? []) tags.add((t as { name: string }).name);
   }
+  out.tags = API_TAGS.filter((t) => tags.has(t.name));
   return out;
 }
 
 export { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
+export { API_TAGS, finishOpenApi } from './openapi';
 export type { ReadinessCheck } from './observability';
 
 export type App = FastifyInstance;
+
+/** Node's HTTP parser refused the request before any route saw it: a problem+json answer, then the socket closes. */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const code =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'headers_too_large'
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'request_timeout'
+        : 'malformed_request';
+  const requestId = randomUUID();
+  const body = JSON.stringify(
+    problemBody(code, `The request could not be read (${err.code ?? 'parse error'})`, requestId),
+  );
+  const status = errorStatus[code];
+  socket.end(
+    [
+      `HTTP/1.1 ${status} ${errorTitles[code]}`,
+      `content-type: ${PROBLEM_CONTENT_TYPE}`,
+      `content-length: ${Buffer.byteLength(body)}`,
+      `x-request-id: ${requestId}`,
+      'x-content-type-options: nosniff',
+      'connection: close',
+      '',
+      body,
+    ].join('\r\n'),
+  );
+}
+
+/**
+ * Image URLs are stored and passed between services as paths (`/files/<token>/<rendition>`), so that the
+ * data stays valid whatever host serves it; answers make them absolute with the public base URL. The
+ * serializer writes compact JSON, so the three rendition keys are matched exactly.
+ */
+function absoluteFileUrls(app: FastifyInstance, base: string): void {
+  const pattern = /"(original|large|thumb)":"\/files\//g;
+  const replacement = `"$1":${JSON.stringify(base).slice(0, -1)}/files/`;
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').startsWith('application/json'))
+      return payload;
+    return payload.replace(pattern, replacement);
+  });
+}
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -49,6 +99,8 @@ export interface HttpAppOptions {
   logger: Logger;
   /** Largest JSON body accepted, in bytes. */
   bodyLimit?: number;
+  /** Where clients reach the API (PUBLIC_BASE_URL): image URLs in answers and the document's server are absolute with it. */
+  publicBaseUrl?: string;
   /** Dependencies that must answer for `/health/ready`. */
   readiness?: Record<string, ReadinessCheck>;
   /** Serve `/openapi.json` and `/docs` generated from the route schemas. */
@@ -82,7 +134,21 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    // Ids are at most 64 characters: a longer path segment reaches validation (422) instead of the router's 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // Requests Node's HTTP parser refuses (headers or URL too long, malformed, too slow) answer problem+json too.
+    clientErrorHandler: answerClientError,
+    // Paths the router cannot decode answer problem+json like everything else.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      return sendProblem(
+        reply as FastifyReply,
+        new AppError(
+          err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'validation_failed' : 'malformed_request',
+          `The path cannot be read: ${err.message}`,
+        ),
+      );
+    },
   }) as unknown as FastifyInstance;
   // JSON in, JSON out: anything else is 415 (the media service adds multipart for uploads).
   app.removeContentTypeParser('text/plain');
@@ -90,9 +156,19 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   decorateIdentity(app);
-  installErrorHandling(app);
+  // First of all hooks: every answer, whatever refuses the request, carries the request id.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  installErrorHandling(app);
+  if (options.publicBaseUrl) absoluteFileUrls(app, options.publicBaseUrl);
+  // Once the caller is known (the onRequest authentication hooks have run), every line logged for the request
+  // names its account and API key (the key's id, never its secret).
+  app.addHook('preValidation', async (request, reply) => {
+    const who = request.identity;
+    if (!who) return;
+    request.log = request.log.child({ accountId: who.accountId, keyId: who.keyId });
+    reply.log = request.log;
   });
 
   if (options.openapi) {
@@ -103,6 +179,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
           title: options.openapi.title,
           description: options.openapi.description,
           version: options.openapi.version ?? '1.0.0',
+          license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         },
         components: {
           securitySchemes: {
@@ -111,8 +188,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
         },
         security: [{ apiKey: [] }],
       },
-      transform: jsonSchemaTransform,
-      transformObject: jsonSchemaTransformObject,
+      transform: openApiTransform,
+      transformObject: openApiTransformObject({ publicBaseUrl: options.publicBaseUrl }),
     });
     const merge = options.openapi.merge;
     let merged: OpenApiDoc | undefined;
@@ -122,6 +199,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
       return merged;
     };
     app.get('/openapi.json', { schema: { hide: true } }, document);
+    const events = asyncApiDocument({ title: options.openapi.title, version: options.openapi.version });
+    app.get('/asyncapi.json', { schema: { hide: true } }, async () => events);
     await app.register(fastifySwaggerUi, {
       routePrefix: '/docs',
       // The UI's own JSON route is synchronous: serve the last merged document (refreshed by /openapi.json).

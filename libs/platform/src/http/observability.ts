@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { AppError } from '../errors';
 import { sendProblem } from './problem';
+import { domainRegistry } from '../metrics';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -83,7 +84,7 @@ export function installObservability(
   });
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     reply.type(registry.contentType);
-    return registry.metrics();
+    return `${await registry.metrics()}\n${await domainRegistry.metrics()}`;
   });
   return registry;
 }

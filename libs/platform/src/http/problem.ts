@@ -101,7 +101,43 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendProblem(reply, appError);
   });
 
+  answerUnsupportedMethods(app);
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`)),
   );
+}
+
+/** find-my-way's route syntax as a regular expression over a concrete path. */
+function patternOf(url: string): RegExp {
+  const body = url
+    .split('/')
+    .map((part) => (part === '*' ? '.*' : part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${body}/?$`);
+}
+
+/**
+ * A path that exists with other methods answers 405 with `Allow` (RFC 9110), before anything else reads the
+ * request: an unknown method must not reach body parsing or authentication.
+ */
+function answerUnsupportedMethods(app: FastifyInstance): void {
+  const routes: { pattern: RegExp; params: number; methods: string[] }[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
+    const params = route.url.split('/').filter((p) => p.startsWith(':') || p === '*').length;
+    routes.push({ pattern: patternOf(route.url), params, methods });
+  });
+  app.addHook('onRequest', async (request) => {
+    if (!request.is404) return;
+    const path = request.url.split('?')[0];
+    // The resource is the most specific pattern that matches (`/v1/listings/bulk` rather than `/v1/listings/:id`).
+    const matching = routes.filter((r) => r.pattern.test(path));
+    const fewest = Math.min(...matching.map((r) => r.params));
+    const allowed = new Set<string>();
+    for (const r of matching) if (r.params === fewest) for (const m of r.methods) allowed.add(m);
+    if (allowed.size === 0 || allowed.has(request.method)) return;
+    throw new AppError('method_not_allowed', `${request.method} is not supported on ${path}`, {
+      headers: { allow: [...allowed].sort().join(', ') },
+    });
+  });
 }

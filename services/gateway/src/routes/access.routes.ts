@@ -18,6 +18,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
       preValidation: allowRoles(['admin'], 'manage API keys'),
       schema: {
         tags: ['access'],
+        operationId: 'createApiKey',
         summary: 'Create an API key (the secret is shown only in this answer)',
         body: apiKeyCreate,
         response: { 201: apiKeyWithSecret, ...errors },
@@ -36,6 +37,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     {
       schema: {
         tags: ['access'],
+        operationId: 'listApiKeys',
         summary: "List the account's API keys (without secrets)",
         response: { 200: apiKeyList, ...errors },
       },
@@ -52,6 +54,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     {
       schema: {
         tags: ['access'],
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key, effective at once',
         params: idParams,
         response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errors },
@@ -71,6 +74,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
       preValidation: allowRoles(['platform'], 'create accounts'),
       schema: {
         tags: ['access'],
+        operationId: 'createAccount',
         summary: 'Create an account with its first admin key (platform key only)',
         body: accountCreate,
         response: { 201: accountCreated, ...errors },

@@ -68,6 +68,7 @@ export async function jobEventsRoutes(app: FastifyInstance, options: JobEventsOp
     {
       schema: {
         tags: ['jobs'],
+        operationId: 'followJobEvents',
         summary: 'Follow a job as server-sent events',
         description:
           '`text/event-stream` of `progress` events, each a JSON `JobProgress` (`jobId`, `state`, `progress`, `startedAt`, `finishedAt`). ' +
@@ -75,6 +76,11 @@ export async function jobEventsRoutes(app: FastifyInstance, options: JobEventsOp
           'Comment lines every 15 s keep proxies from closing it. Event ids only grow: reconnecting with `Last-Event-ID` sends only newer events, ' +
           'and answers 204 (which tells EventSource to stop) when the job had already ended there.',
         params: idParams,
+        'x-event-stream': {
+          description: 'The job as it is now, then each newer state, until its final one',
+          event: 'progress',
+          dataSchema: 'JobProgress',
+        },
         response: {
           204: z.null().describe('The job had ended by the given Last-Event-ID'),
           401: problem,

@@ -19,6 +19,7 @@ export async function activityRoutes(app: FastifyInstance, { activities }: { act
       preValidation: allowRoles(LEAD_READERS, 'read lead activities'),
       schema: {
         tags,
+        operationId: 'listLeadActivities',
         summary: "The lead's timeline, newest first",
         params: idParams,
         querystring: activityQuery,
@@ -34,6 +35,7 @@ export async function activityRoutes(app: FastifyInstance, { activities }: { act
       preValidation: allowRoles(ACTIVITY_WRITERS, 'record lead activities'),
       schema: {
         tags,
+        operationId: 'recordLeadActivity',
         summary: 'Record an activity (data at most 16 KB)',
         params: idParams,
         body: activityCreate,

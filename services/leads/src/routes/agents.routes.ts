@@ -17,7 +17,13 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
     '/v1/agents',
     {
       preValidation: allowRoles(TEAM_ADMINS, 'manage agents'),
-      schema: { tags, summary: 'Add an agent', body: agentCreate, response: { 201: agent, ...errors } },
+      schema: {
+        tags,
+        operationId: 'createAgent',
+        summary: 'Add an agent',
+        body: agentCreate,
+        response: { 201: agent, ...errors },
+      },
     },
     async (request, reply) => {
       const created = await agents.create(callerOf(request), request.body);
@@ -30,7 +36,13 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
     '/v1/agents',
     {
       preValidation: allowRoles(TEAM_ADMINS, 'read agents'),
-      schema: { tags, summary: 'List agents', querystring: agentListQuery, response: { 200: agentPage, ...errors } },
+      schema: {
+        tags,
+        operationId: 'listAgents',
+        summary: 'List agents',
+        querystring: agentListQuery,
+        response: { 200: agentPage, ...errors },
+      },
     },
     async (request) => agents.list(callerOf(request), request.query),
   );
@@ -38,7 +50,13 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
   r.get(
     '/v1/agents/:id',
     {
-      schema: { tags, summary: 'Get an agent', params: idParams, response: { 200: agent, ...errors } },
+      schema: {
+        tags,
+        operationId: 'getAgent',
+        summary: 'Get an agent',
+        params: idParams,
+        response: { 200: agent, ...errors },
+      },
     },
     async (request, reply) => withEtag(reply, await agents.get(callerOf(request), request.params.id)),
   );
@@ -49,6 +67,7 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
       preValidation: allowRoles(TEAM_ADMINS, 'manage agents'),
       schema: {
         tags,
+        operationId: 'updateAgent',
         summary: 'Update an agent (JSON merge patch; If-Match optional)',
         params: idParams,
         body: agentPatch,
@@ -64,6 +83,7 @@ export async function agentRoutes(app: FastifyInstance, { agents }: { agents: Ag
     {
       schema: {
         tags,
+        operationId: 'deleteAgent',
         summary: 'Delete an agent that holds no open lead',
         params: idParams,
         response: { 200: deleted, ...errors },

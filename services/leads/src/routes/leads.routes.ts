@@ -23,6 +23,7 @@ export async function leadRoutes(
       preValidation: allowRoles(LEAD_CAPTURERS, 'capture leads'),
       schema: {
         tags,
+        operationId: 'captureLead',
         summary: 'Capture a lead (the same person, by email or phone, is never duplicated: 200 with duplicate true)',
         body: leadCapture,
         response: { 200: leadCaptureAnswer, 201: leadCaptureAnswer, ...errors },
@@ -45,6 +46,7 @@ export async function leadRoutes(
       preValidation: allowRoles(LEAD_READERS, 'search leads'),
       schema: {
         tags,
+        operationId: 'searchLeads',
         summary: 'Search the pipeline',
         querystring: leadSearchQuery,
         response: { 200: leadPage, ...errors },
@@ -58,6 +60,7 @@ export async function leadRoutes(
     {
       schema: {
         tags,
+        operationId: 'getLead',
         summary: 'Get a lead with its latest activities and listing interests',
         params: idParams,
         response: { 200: lead, ...errors },
@@ -72,6 +75,7 @@ export async function leadRoutes(
       preValidation: allowRoles(LEAD_READERS, 'change leads'),
       schema: {
         tags,
+        operationId: 'updateLead',
         summary:
           'Update a lead: status along the pipeline, contact fields, tags, agentId (admins), score (null hands it back to the engine)',
         params: idParams,
@@ -92,6 +96,7 @@ export async function leadRoutes(
       preValidation: allowRoles(TEAM_ADMINS, 'route leads'),
       schema: {
         tags: ['routing'],
+        operationId: 'routeLead',
         summary: "Route a lead to an agent by the team's rules (409 no_agent_available when nobody can take it)",
         params: idParams,
         response: { 200: lead, ...errors },

@@ -33,6 +33,7 @@ export async function routingRoutes(
       preValidation: allowRoles(TEAM_ADMINS, 'manage routing rules'),
       schema: {
         tags,
+        operationId: 'createRoutingRule',
         summary: 'Add a routing rule',
         body: routingRuleCreate,
         response: { 201: routingRule, ...errors },
@@ -51,6 +52,7 @@ export async function routingRoutes(
       preValidation: allowRoles(TEAM_ADMINS, 'read routing rules'),
       schema: {
         tags,
+        operationId: 'listRoutingRules',
         summary: 'List routing rules in the order routing tries them',
         querystring: routingRuleListQuery,
         response: { 200: routingRulePage, ...errors },
@@ -62,7 +64,13 @@ export async function routingRoutes(
   r.get(
     '/v1/routing/rules/:id',
     {
-      schema: { tags, summary: 'Get a routing rule', params: idParams, response: { 200: routingRule, ...errors } },
+      schema: {
+        tags,
+        operationId: 'getRoutingRule',
+        summary: 'Get a routing rule',
+        params: idParams,
+        response: { 200: routingRule, ...errors },
+      },
     },
     async (request, reply) => withEtag(reply, await rules.getRule(callerOf(request), request.params.id)),
   );
@@ -73,6 +81,7 @@ export async function routingRoutes(
       preValidation: allowRoles(TEAM_ADMINS, 'manage routing rules'),
       schema: {
         tags,
+        operationId: 'updateRoutingRule',
         summary: 'Update a routing rule (JSON merge patch; If-Match optional)',
         params: idParams,
         body: routingRulePatch,
@@ -89,7 +98,13 @@ export async function routingRoutes(
   r.delete(
     '/v1/routing/rules/:id',
     {
-      schema: { tags, summary: 'Delete a routing rule', params: idParams, response: { 200: deleted, ...errors } },
+      schema: {
+        tags,
+        operationId: 'deleteRoutingRule',
+        summary: 'Delete a routing rule',
+        params: idParams,
+        response: { 200: deleted, ...errors },
+      },
     },
     async (request) => rules.deleteRule(callerOf(request), request.params.id, ifMatchVersion(request)),
   );
@@ -99,6 +114,7 @@ export async function routingRoutes(
     {
       schema: {
         tags,
+        operationId: 'getRoutingSettings',
         summary: 'The team default: who gets a lead no rule takes',
         response: { 200: routingSettings, ...errors },
       },
@@ -112,6 +128,7 @@ export async function routingRoutes(
       preValidation: allowRoles(TEAM_ADMINS, 'change routing settings'),
       schema: {
         tags,
+        operationId: 'replaceRoutingSettings',
         summary: 'Replace the team default (If-Match optional)',
         body: routingSettingsPut,
         response: { 200: routingSettings, ...errors },
@@ -127,6 +144,7 @@ export async function routingRoutes(
       preValidation: allowRoles(TEAM_ADMINS, 'preview routing'),
       schema: {
         tags,
+        operationId: 'previewRouting',
         summary: 'Who would get this lead (a lead body, or { leadId }); assigns nobody',
         body: routingPreviewBody,
         response: { 200: routingDecision, ...errors },

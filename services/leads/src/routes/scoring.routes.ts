@@ -17,6 +17,7 @@ export async function scoringRoutes(app: FastifyInstance, { scoring }: { scoring
     {
       schema: {
         tags,
+        operationId: 'getScoringConfig',
         summary: 'The scoring configuration (the documented defaults until changed)',
         response: { 200: scoringConfig, ...errors },
       },
@@ -30,6 +31,7 @@ export async function scoringRoutes(app: FastifyInstance, { scoring }: { scoring
       preValidation: allowRoles(TEAM_ADMINS, 'change the scoring configuration'),
       schema: {
         tags,
+        operationId: 'replaceScoringConfig',
         summary: 'Replace the scoring configuration; existing leads are rescored in the background',
         body: scoringConfigInput,
         response: { 200: scoringConfig, ...errors },

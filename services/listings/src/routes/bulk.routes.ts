@@ -18,6 +18,7 @@ export async function bulkRoutes(app: FastifyInstance, { bulk }: { bulk: BulkSer
       preValidation: allowRoles(BULK_ROLES, 'submit bulk writes'),
       schema: {
         tags: ['listings'],
+        operationId: 'bulkUpsertListings',
         summary: `Create or update 1 to ${BULK_MAX_ITEMS} listings as a tracked job`,
         description:
           'Answers 202 with the job id at once; the items are applied by a worker. Follow the job at `Location` ' +
@@ -38,6 +39,7 @@ export async function bulkRoutes(app: FastifyInstance, { bulk }: { bulk: BulkSer
     {
       schema: {
         tags: ['jobs'],
+        operationId: 'getJob',
         summary: 'Get a job: state, progress, per-item results and errors',
         params: idParams,
         response: { 200: job, ...errors },

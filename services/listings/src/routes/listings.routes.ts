@@ -21,7 +21,13 @@ export async function listingRoutes(
     '/v1/listings',
     {
       preValidation: allowRoles(LISTING_WRITERS, 'create listings'),
-      schema: { tags, summary: 'Create a listing', body: listingCreate, response: { 201: listing, ...errors } },
+      schema: {
+        tags,
+        operationId: 'createListing',
+        summary: 'Create a listing',
+        body: listingCreate,
+        response: { 201: listing, ...errors },
+      },
     },
     async (request, reply) => {
       const created = await listings.create(requestContext(request), request.body);
@@ -36,6 +42,7 @@ export async function listingRoutes(
       preValidation: allowRoles(LISTING_READERS, 'read listings'),
       schema: {
         tags,
+        operationId: 'searchListings',
         summary: 'Search listings: filters, geo, full text, facets (served by the search index)',
         querystring: listingSearchQuery,
         response: { 200: listingPage, ...errors },
@@ -52,7 +59,13 @@ export async function listingRoutes(
   r.get(
     '/v1/listings/:id',
     {
-      schema: { tags, summary: 'Get a listing', params: idParams, response: { 200: listing, ...errors } },
+      schema: {
+        tags,
+        operationId: 'getListing',
+        summary: 'Get a listing',
+        params: idParams,
+        response: { 200: listing, ...errors },
+      },
     },
     async (request, reply) => withEtag(reply, await listings.get(callerOf(request), request.params.id)),
   );
@@ -63,6 +76,7 @@ export async function listingRoutes(
       preValidation: allowRoles(LISTING_WRITERS, 'change listings'),
       schema: {
         tags,
+        operationId: 'updateListing',
         summary: 'Update a listing (JSON merge patch; If-Match optional)',
         params: idParams,
         body: listingPatch,
@@ -81,6 +95,7 @@ export async function listingRoutes(
     {
       schema: {
         tags,
+        operationId: 'deleteListing',
         summary: 'Delete a listing and its media',
         params: idParams,
         response: { 200: deleted, ...errors },

@@ -19,6 +19,7 @@ import {
 } from '../bulk.rules';
 import type { ListingUpsertService } from '../listing-upsert.service';
 import type { BulkJobDoc, BulkJobRepository, ItemOutcome } from '../repositories/bulk-job.repository';
+import { metrics } from '@estate/platform/metrics';
 
 export interface BulkWorkerDeps {
   jobs: BulkJobRepository;
@@ -320,6 +321,7 @@ export class BulkWorker {
     const finished = await this.deps.jobs.finish(jobId, this.owner, stateAfter(job.progress), this.deps.clock());
     if (!finished) throw new RetryLater(`bulk job ${jobId}: taken over before it could finish`, this.leaseMs);
     this.announce(finished);
+    this.count(finished);
     log.info({ state: finished.state, ...finished.progress }, 'bulk job finished');
   }
 
@@ -350,7 +352,19 @@ export class BulkWorker {
     }
     const state: JobState = job.progress.succeeded === 0 ? 'failed' : 'partially_failed';
     const ended = await this.deps.jobs.abandon(job, this.owner, errors, state, this.deps.clock());
-    if (ended) this.announce(ended);
+    if (ended) {
+      this.announce(ended);
+      this.count(ended);
+    }
+  }
+
+  private count(job: BulkJobDoc): void {
+    metrics.jobsFinished.inc({ type: job.type, state: job.state });
+    if (job.startedAt && job.finishedAt)
+      metrics.jobDuration.observe(
+        { type: job.type, state: job.state },
+        (Date.parse(job.finishedAt) - Date.parse(job.startedAt)) / 1000,
+      );
   }
 
   private announce(job: BulkJobDoc): void {

@@ -30,12 +30,26 @@ export async function fileRoutes(app: FastifyInstance, { gallery }: { gallery: G
     {
       schema: {
         tags: ['media'],
+        operationId: 'getMediaFile',
         summary: 'Image file (no key needed)',
         description:
           '`original` is the full-size image in its uploaded format, without metadata; `large` (≤1600 px) and `thumb` (≤320 px) are JPEG, or WebP with `?format=webp`. Long-lived cache headers and an ETag; 404 once the media is deleted.',
         security: [],
         params: fileParams,
         querystring: fileQuery,
+        'x-responses': {
+          200: {
+            description: 'The image bytes, with `ETag` and long-lived `Cache-Control`',
+            content: Object.fromEntries(
+              ['image/jpeg', 'image/png', 'image/webp'].map((type) => [
+                type,
+                { schema: { type: 'string', format: 'binary' } },
+              ]),
+            ),
+          },
+          304: { description: 'Not modified (`If-None-Match` matched the ETag)' },
+          404: {},
+        },
       },
     },
     async (request, reply) => {

@@ -100,17 +100,37 @@ export async function mediaRoutes(
       preValidation: allowRoles(WRITERS, 'add media'),
       schema: {
         tags,
+        operationId: 'addListingMedia',
         summary: 'Upload photos (multipart) or add a virtual tour (JSON)',
         description: UPLOAD_DESCRIPTION,
         params: idParams,
         // Null for multipart bodies, which the route reads as a stream.
         body: virtualTourCreate.nullish(),
+        'x-multipart': {
+          type: 'object',
+          properties: {
+            file: {
+              type: 'array',
+              items: { type: 'string', format: 'binary', contentMediaType: 'image/jpeg' },
+              description: `One or more JPEG or PNG images, at most ${MAX_IMAGE_BYTES / 1024 / 1024} MB each`,
+            },
+            caption: {
+              type: 'string',
+              maxLength: MAX_CAPTION_LENGTH,
+              description: 'Caption of the file part it follows (optional)',
+            },
+          },
+          required: ['file'],
+        },
         response: { 201: mediaItems, ...errors },
       },
     },
     async (request, reply) => {
       const ctx = requestContext(request);
       if (request.isMultipart()) {
+        // Without a boundary the parts cannot be found: the client's mistake, not a failure of ours.
+        if (!/;\s*boundary=/i.test(request.headers['content-type'] ?? ''))
+          throw new AppError('malformed_request', 'multipart/form-data needs a boundary parameter');
         const session = await uploads.begin(ctx, request.params.id);
         let items;
         try {
@@ -138,6 +158,7 @@ export async function mediaRoutes(
       preValidation: allowRoles(READERS, 'read media'),
       schema: {
         tags,
+        operationId: 'listListingMedia',
         summary: "The listing's media, in order",
         params: idParams,
         querystring: mediaListQuery,
@@ -153,6 +174,7 @@ export async function mediaRoutes(
       preValidation: allowRoles(WRITERS, 'reorder media'),
       schema: {
         tags,
+        operationId: 'reorderListingMedia',
         summary: 'Reorder: every media id of the listing (tours included), each once',
         params: idParams,
         body: mediaOrder,
@@ -167,7 +189,13 @@ export async function mediaRoutes(
   r.get(
     '/v1/listings/:id/media/:mediaId',
     {
-      schema: { tags, summary: 'One media item', params: mediaParams, response: { 200: media, ...errors } },
+      schema: {
+        tags,
+        operationId: 'getListingMedia',
+        summary: 'One media item',
+        params: mediaParams,
+        response: { 200: media, ...errors },
+      },
     },
     async (request, reply) =>
       withEtag(reply, await gallery.get(callerOf(request), request.params.id, request.params.mediaId)),
@@ -179,6 +207,7 @@ export async function mediaRoutes(
       preValidation: allowRoles(WRITERS, 'change media'),
       schema: {
         tags,
+        operationId: 'updateListingMedia',
         summary: 'Change the caption or make an image primary (merge patch; If-Match optional)',
         params: mediaParams,
         body: mediaPatch,
@@ -203,6 +232,7 @@ export async function mediaRoutes(
     {
       schema: {
         tags,
+        operationId: 'deleteListingMedia',
         summary: 'Delete a media item and its files',
         params: mediaParams,
         response: { 200: deleted, ...errors },

@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EmbeddedProduct } from '../src/compose';
+import { startEmbedded } from './harness';
+
+const ADMIN = 'ek_edge_cases_admin_0123456789abcdefghijk';
+
+describe('answers a fuzzer looks for', () => {
+  let dir: string;
+  let product: EmbeddedProduct;
+  const auth = { authorization: `Bearer ${ADMIN}` };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'edge-cases-'));
+    product = await startEmbedded(dir, { adminApiKey: ADMIN });
+  });
+  afterAll(async () => {
+    await product.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers 405 with Allow for a method a path does not support, before reading body or key', async () => {
+    for (const method of ['TRACE', 'QUERY', 'PUT'] as const) {
+      const res = await product.app.inject({ method: method as 'PUT', url: '/v1/listings', payload: 'x' });
+      expect([method, res.statusCode]).toEqual([method, 405]);
+      expect(res.headers.allow).toBe('GET, HEAD, POST');
+      expect(res.json()).toMatchObject({ code: 'method_not_allowed', requestId: res.headers['x-request-id'] });
+    }
+    const item = await product.app.inject({ method: 'POST', url: '/v1/listings/lst_1', headers: auth });
+    expect(item.statusCode).toBe(405);
+    expect(item.headers.allow).toBe('DELETE, GET, HEAD, PATCH');
+    const bulk = await product.app.inject({ method: 'OPTIONS', url: '/v1/listings/bulk', headers: auth });
+    expect(bulk.headers.allow).toBe('POST');
+    expect((await product.app.inject({ method: 'GET', url: '/v1/nowhere', headers: auth })).statusCode).toBe(404);
+  });
+
+  it('validates over-long path ids (422 problem+json) instead of the router refusing them', async () => {
+    const res = await product.app.inject({ url: `/v1/listings/${'x'.repeat(300)}`, headers: auth });
+    expect(res.statusCode).toBe(422);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  });
+
+  it('refuses a multipart upload without a boundary as malformed', async () => {
+    const res = await product.app.inject({
+      method: 'POST',
+      url: '/v1/listings/lst_1/media',
+      headers: { ...auth, 'content-type': 'multipart/form-data' },
+      payload: 'x',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'malformed_request' });
+  });
+});
+
+describe('requests the HTTP parser refuses', () => {
+  it('answers headers that are too large with 431 problem+json', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-431-'));
+    const product = await startEmbedded(dir);
+    try {
+      await product.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = product.app.server.address() as import('node:net').AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/v1/listings?cursor=${'x'.repeat(20_000)}`);
+      expect(res.status).toBe(431);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(await res.json()).toMatchObject({ code: 'headers_too_large', requestId: res.headers.get('x-request-id') });
+    } finally {
+      await product.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

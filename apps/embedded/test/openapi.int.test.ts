@@ -1,0 +1,110 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { EmbeddedProduct } from '../src/compose';
+import { startEmbedded } from './harness';
+
+const run = promisify(execFile);
+const ROOT = join(__dirname, '..', '..', '..');
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+
+/** Every operation of the document as [method, path, operation]. */
+function operations(doc: Json): [string, string, Json][] {
+  return Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
+    Object.entries<Json>(item).map(([method, op]): [string, string, Json] => [method, path, op]),
+  );
+}
+
+describe('the OpenAPI document at /openapi.json', () => {
+  let dir: string;
+  let product: EmbeddedProduct;
+  let doc: Json;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'openapi-'));
+    product = await startEmbedded(dir, { publicBaseUrl: 'https://api.brokerage.test' });
+    const res = await product.app.inject({ url: '/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    doc = res.json();
+  });
+  afterAll(async () => {
+    await product.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('has one component per type, without $id, $schema or *Input twins', () => {
+    const names = Object.keys(doc.components.schemas);
+    expect(names).toEqual(expect.arrayContaining(['Listing', 'ListingCreate', 'Lead', 'LeadCapture', 'Problem']));
+    expect(names.filter((n) => n.endsWith('Input'))).toEqual([]);
+    for (const schema of Object.values<Json>(doc.components.schemas)) {
+      expect(schema.$id).toBeUndefined();
+      expect(schema.$schema).toBeUndefined();
+    }
+    // A field with a default is optional in a request body, required in the answer.
+    expect(doc.components.schemas.ListingCreate.required).not.toContain('status');
+    expect(doc.components.schemas.Listing.required).toContain('status');
+  });
+
+  it('names, tags, summarises and documents every operation with its real answers and headers', () => {
+    const ops = operations(doc);
+    expect(ops.length).toBeGreaterThanOrEqual(41);
+    const ids = ops.map(([, , op]) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    const tagNames = doc.tags.map((t: Json) => t.name);
+    for (const t of doc.tags) expect(t.description).toEqual(expect.any(String));
+    for (const [method, path, op] of ops) {
+      const where = `${method.toUpperCase()} ${path}`;
+      expect([where, op.operationId]).toEqual([where, expect.stringMatching(/^[a-z][A-Za-z]+$/)]);
+      expect([where, op.summary]).toEqual([where, expect.any(String)]);
+      expect([where, tagNames.includes(op.tags?.[0])]).toEqual([where, true]);
+      for (const [code, response] of Object.entries<Json>(op.responses)) {
+        expect([where, code, response.description]).not.toEqual([where, code, 'Default Response']);
+        expect(response.headers['x-request-id']).toBeDefined();
+        if (Number(code) >= 400)
+          expect([where, code, Object.keys(response.content)]).toEqual([where, code, ['application/problem+json']]);
+      }
+      if (path.startsWith('/v1/')) {
+        expect([where, op.responses['429']?.headers['Retry-After']]).toEqual([where, expect.anything()]);
+        expect(op.responses['429'].headers['RateLimit-Remaining']).toBeDefined();
+      }
+      if (op.requestBody?.content['application/json'])
+        expect([where, op.requestBody.content['application/json'].example]).toEqual([where, expect.anything()]);
+    }
+    const byId = Object.fromEntries(ops.map(([, , op]) => [op.operationId, op]));
+    const refs = (op: Json) => (op.parameters ?? []).map((p: Json) => p.$ref ?? p.name);
+    expect(refs(byId.createListing)).toContain('#/components/parameters/IdempotencyKey');
+    expect(refs(byId.updateListing)).toContain('#/components/parameters/IfMatch');
+    expect(byId.updateListing.responses['200'].headers.ETag).toBeDefined();
+    expect(byId.createListing.responses['201'].headers.Location).toBeDefined();
+    expect(byId.bulkUpsertListings.responses['202'].headers.Location).toBeDefined();
+    expect(byId.addListingMedia.requestBody.content['multipart/form-data'].schema.properties.file.items.format).toBe(
+      'binary',
+    );
+    expect(byId.followJobEvents.responses['200'].content['text/event-stream']).toBeDefined();
+    expect(byId.getMediaFile.security).toEqual([]);
+    expect(doc.servers).toEqual([expect.objectContaining({ url: 'https://api.brokerage.test' })]);
+  });
+
+  it("passes Redocly's recommended rules with no error and no warning", async () => {
+    const file = join(dir, 'openapi.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const out = await run(
+      process.execPath,
+      [
+        join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'),
+        'lint',
+        file,
+        '--config',
+        join(ROOT, 'redocly.yaml'),
+        '--format=json',
+      ],
+      { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 },
+    ).catch((err: { stdout: string; stderr: string }) => err);
+    const report = JSON.parse(out.stdout) as { totals: { errors: number; warnings: number }; problems: Json[] };
+    expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
+    expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
+  }, 60_000);
+});
