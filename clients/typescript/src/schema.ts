@@ -675,7 +675,7 @@ export interface components {
                 index: number;
                 externalId?: string;
                 /** @enum {string} */
-                code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable";
+                code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
                 message: string;
                 /** @description The offending field inside the item, e.g. `pricing.listPrice` */
                 path?: string;
@@ -794,6 +794,11 @@ export interface components {
                 outcome: "assigned" | "already_assigned" | "not_open" | "no_agent_available";
                 detail: string;
             };
+        };
+        LeadCaptureReceipt: {
+            id: string;
+            /** @description true when the person was already a lead of the account (the inquiry was added) */
+            duplicate: boolean;
         };
         LeadListingSummary: {
             id: string;
@@ -1003,8 +1008,73 @@ export interface components {
                 longitude?: number;
             };
         };
+        ListingHit: {
+            id: string;
+            externalId?: string;
+            source?: string;
+            mlsNumber?: string;
+            /** @enum {string} */
+            status: "coming_soon" | "active" | "active_under_contract" | "pending" | "closed" | "withdrawn" | "expired" | "canceled" | "hold";
+            pricing: {
+                listPrice: number;
+                currency: string;
+                originalListPrice?: number;
+                closePrice?: number;
+                /** @description listPrice / livingArea, in the listing's area unit */
+                pricePerArea: number | null;
+            };
+            propertyDetails: {
+                /** @enum {string} */
+                propertyType: "residential" | "residential_income" | "residential_lease" | "land" | "farm" | "commercial_sale" | "commercial_lease" | "business_opportunity" | "manufactured_in_park";
+                propertySubType?: string;
+                bedrooms?: number;
+                bathrooms?: number;
+                livingArea?: number;
+                /** @enum {string} */
+                livingAreaUnits: "sqft" | "sqm";
+                lotSize?: number;
+                yearBuilt?: number;
+                description?: string;
+                features?: string[];
+            };
+            location: {
+                address: {
+                    street: string;
+                    unit?: string | null;
+                    city: string;
+                    stateOrProvince: string;
+                    postalCode: string;
+                    country: string;
+                };
+                latitude?: number;
+                longitude?: number;
+            };
+            media: {
+                photoCount: number;
+                primaryPhoto: {
+                    id: string;
+                    urls: {
+                        original: string;
+                        large: string;
+                        thumb: string;
+                    };
+                    caption?: string | null;
+                } | null;
+                virtualTours: {
+                    id: string;
+                    url: string;
+                    caption?: string | null;
+                }[];
+            };
+            listedAt: string | null;
+            version: number;
+            createdAt: string;
+            updatedAt: string;
+            /** @description Kilometres from the `near` point (great-circle), present when the search has `near` */
+            distanceKm?: number;
+        };
         ListingPage: {
-            items: components["schemas"]["Listing"][];
+            items: components["schemas"]["ListingHit"][];
             nextCursor: string | null;
             total: number;
             /** @description With `?facets=`: counts over every match, most frequent first, at most 50 values each */
@@ -1141,7 +1211,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable";
+            code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
             requestId: string;
             errors?: {
                 /** @description Dotted path of the offending field, e.g. `pricing.listPrice` or `listings.3.status` */
@@ -1427,7 +1497,7 @@ export interface components {
                 recency: number;
                 interest: number;
             };
-            /** @description Quality 0..1 per source (keys compared as slugs) */
+            /** @description Quality 0..1 per source (keys compared as slugs), at most 200 sources */
             sourceQuality: {
                 [key: string]: number;
             };
@@ -2195,8 +2265,8 @@ export interface operations {
                 limit?: number;
                 /** @description Opaque cursor from a previous page */
                 cursor?: string;
-                /** @description One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `-` prefix for descending. Default: relevance with `q`, otherwise `-createdAt`. Ties are ordered by id. */
-                sort?: "listPrice" | "-listPrice" | "listedAt" | "-listedAt" | "updatedAt" | "-updatedAt" | "createdAt" | "-createdAt";
+                /** @description One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `distance` (with `near`), `-` prefix for descending. Default: relevance with `q`, nearest first with `near`, otherwise `-createdAt`. Ties are ordered by id. */
+                sort?: "listPrice" | "-listPrice" | "listedAt" | "-listedAt" | "updatedAt" | "-updatedAt" | "createdAt" | "-createdAt" | "distance" | "-distance";
                 /** @description Full text over description, address and features; every word must match */
                 q?: string;
                 status?: ("coming_soon" | "active" | "active_under_contract" | "pending" | "closed" | "withdrawn" | "expired" | "canceled" | "hold")[];
@@ -4753,7 +4823,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LeadCaptured"];
+                    "application/json": components["schemas"]["LeadCaptured"] | components["schemas"]["LeadCaptureReceipt"];
                 };
             };
             /** @description Created */
@@ -4768,7 +4838,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LeadCaptured"];
+                    "application/json": components["schemas"]["LeadCaptured"] | components["schemas"]["LeadCaptureReceipt"];
                 };
             };
             /** @description Malformed request: a body that is not JSON, a bad header or cursor */
