@@ -32,7 +32,7 @@ const shared = {
     '^@estate/blobs/(.*)$': '<rootDir>/libs/blobs/src/$1.ts',
     '^@estate/runtime$': '<rootDir>/libs/runtime/src/index.ts',
     '^@estate/embedded$': '<rootDir>/apps/embedded/src/index.ts',
-    '^@estate/(listings|media|leads|gateway)$': '<rootDir>/services/$1/src/index.ts',
+    '^@estate/(listings|media|leads|gateway|webhooks)$': '<rootDir>/services/$1/src/index.ts',
   },
 };
 

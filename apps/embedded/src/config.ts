@@ -9,6 +9,13 @@ const schema = z.object({
   PLATFORM_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
   LOG_LEVEL: envLogLevel,
+  /** `1` lets webhook endpoints target http, private, loopback and link-local addresses (local development). */
+  WEBHOOKS_ALLOW_PRIVATE_TARGETS: z.enum(['0', '1']).default('0'),
+  /** Delays between webhook attempts, milliseconds, comma-separated. */
+  WEBHOOKS_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\d{1,10}(,\d{1,10})*$/, 'must be a comma list of milliseconds, e.g. 5000,300000')
+    .optional(),
 });
 
 export interface EmbeddedConfig {
@@ -19,6 +26,8 @@ export interface EmbeddedConfig {
   platformApiKey?: string;
   rateLimitPerMinute: number;
   logLevel: string;
+  /** Webhook delivery settings (defaults: public https targets only, the standard retry schedule). */
+  webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[] };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
@@ -31,5 +40,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     platformApiKey: e.PLATFORM_API_KEY,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
+    webhooks: {
+      allowPrivateTargets: e.WEBHOOKS_ALLOW_PRIVATE_TARGETS === '1',
+      ...(e.WEBHOOKS_RETRY_SCHEDULE ? { retryScheduleMs: e.WEBHOOKS_RETRY_SCHEDULE.split(',').map(Number) } : {}),
+    },
   });
 }

@@ -1,0 +1,26 @@
+import type { Bus, Subscription } from '@estate/bus';
+import type { EventIntakeService } from '../event-intake.service';
+import { consumedSubjects } from '../event.rules';
+
+/**
+ * Every durable domain event, one durable consumer per stream (replicas share each), handed to the
+ * intake in the order the stream holds them. Handlers are idempotent: redeliveries add nothing.
+ */
+export class DomainEventsSubscriber {
+  private subscriptions: Subscription[] = [];
+
+  constructor(private readonly deps: { bus: Bus; intake: EventIntakeService }) {}
+
+  async start(): Promise<void> {
+    for (const [stream, subjects] of Object.entries(consumedSubjects)) {
+      this.subscriptions.push(
+        await this.deps.bus.subscribe(subjects, { durable: `webhooks-${stream}` }, (m) => this.deps.intake.handle(m)),
+      );
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.subscriptions.map((s) => s.stop()));
+    this.subscriptions = [];
+  }
+}
