@@ -51,9 +51,7 @@ export type EventFeedQuery = z.infer<typeof eventFeedQuery>;
 export const eventFeedPage = z
   .object({
     items: z.array(eventEnvelope),
-    nextCursor: z
-      .string()
-      .describe('Never null: poll again with it; an empty page means the reader is up to date'),
+    nextCursor: z.string().describe('Never null: poll again with it; an empty page means the reader is up to date'),
   })
   .meta({ id: 'EventFeedPage' });
 export type EventFeedPage = z.infer<typeof eventFeedPage>;

@@ -18,7 +18,8 @@ export const configSchema = serviceEnv('webhooks', 3004)
       .transform((raw, ctx) => {
         if (raw === undefined) return undefined;
         const schedule = parseRetrySchedule(raw);
-        if (!schedule) ctx.addIssue({ code: 'custom', message: 'must be a comma list of milliseconds, e.g. 5000,300000' });
+        if (!schedule)
+          ctx.addIssue({ code: 'custom', message: 'must be a comma list of milliseconds, e.g. 5000,300000' });
         return schedule ?? undefined;
       }),
     /** How long a claimed delivery is held before another process may take it (after a crash). */

@@ -60,7 +60,10 @@ export class DeliveryAttemptService {
     else $unset.nextAttemptAt = true;
     const recorded = await this.deps.deliveries.finish(doc.id, lease, { $set, $unset });
     if (!recorded)
-      this.deps.log.warn({ deliveryId: doc.id }, 'delivery was taken over or removed while it was sent; outcome dropped');
+      this.deps.log.warn(
+        { deliveryId: doc.id },
+        'delivery was taken over or removed while it was sent; outcome dropped',
+      );
 
     if (ok) {
       if (endpoint.failingSince) await this.deps.endpoints.markHealthy(endpoint.id, now.toISOString());

@@ -16,10 +16,7 @@ export function parseRetrySchedule(raw: string): number[] | null {
   return parts.map(Number);
 }
 
-export type AttemptOutcome =
-  | { state: 'succeeded' }
-  | { state: 'pending'; nextAttemptAt: Date }
-  | { state: 'failed' };
+export type AttemptOutcome = { state: 'succeeded' } | { state: 'pending'; nextAttemptAt: Date } | { state: 'failed' };
 
 /** What follows an attempt: success ends it; a failure waits the next delay, or gives up when none is left. */
 export function afterAttempt(ok: boolean, attempts: number, now: Date, scheduleMs: readonly number[]): AttemptOutcome {

@@ -99,7 +99,8 @@ export class EndpointsService {
         if (patch.enabled !== undefined) {
           update.$set.enabled = patch.enabled;
           // Enabling again starts afresh: the failure record that disabled it no longer applies.
-          if (patch.enabled && !current.enabled) Object.assign(update.$unset, { disabledReason: true, failingSince: true });
+          if (patch.enabled && !current.enabled)
+            Object.assign(update.$unset, { disabledReason: true, failingSince: true });
         }
         return this.deps.endpoints.updateAt(who.accountId, id, current.version, update);
       },

@@ -72,7 +72,8 @@ export async function webhookRoutes(
     {
       schema: {
         tags,
-        summary: 'Change a webhook endpoint (JSON merge patch; If-Match optional); enabling it clears its failure record',
+        summary:
+          'Change a webhook endpoint (JSON merge patch; If-Match optional); enabling it clears its failure record',
         params: idParams,
         body: webhookPatch,
         response: { 200: webhook, ...errors },
@@ -153,8 +154,6 @@ export async function webhookRoutes(
       },
     },
     async (request, reply) =>
-      reply
-        .code(202)
-        .send(await deliveries.retry(callerOf(request), request.params.id, request.params.deliveryId)),
+      reply.code(202).send(await deliveries.retry(callerOf(request), request.params.id, request.params.deliveryId)),
   );
 }
