@@ -1,5 +1,5 @@
 import { eventually, WebhookReceiver } from '@estate/testing';
-import { deliveryId } from '../src/repositories/delivery.repository';
+import { DELIVERIES_COLLECTION, deliveryId, type DeliveryDoc } from '../src/repositories/delivery.repository';
 import { listing, listingDeleted, listingEvent, lead, leadEvent, image, mediaProcessed } from './fixtures';
 import { admin, agent, integration, otherAdmin, startWebhooks, tempDir, type WebhooksHarness } from './harness';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
@@ -306,7 +306,7 @@ describe('deliveries', () => {
       await h.close();
       // What a process killed while sending leaves behind: a pending delivery claimed until a moment from now.
       const store = SqliteDocumentStore.open(path);
-      const deliveries = await store.collection('webhook_deliveries');
+      const deliveries = await store.collection<DeliveryDoc>(DELIVERIES_COLLECTION);
       const now = Date.now();
       await deliveries.insertOne({
         id: deliveryId(id, envelope.id),
