@@ -32,7 +32,7 @@ export class EventIntakeService {
     for (const plan of planEvents(message)) {
       const envelope = await this.resolve(plan);
       if (!envelope) continue;
-      await this.deps.feed.append(envelope, this.deps.clock().toISOString());
+      await this.deps.feed.append(envelope, this.deps.clock());
       queued += await this.fanOut(envelope);
     }
     if (queued > 0) this.deps.onQueued();

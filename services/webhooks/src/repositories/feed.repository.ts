@@ -1,34 +1,35 @@
+import { randomBytes } from 'node:crypto';
 import type { EventEnvelope } from '@estate/contracts/webhooks';
 import { DuplicateKeyError, type DocumentCollection, type DocumentStore } from '@estate/store';
 
 export const FEED_COLLECTION = 'feed_events';
-const COUNTERS_COLLECTION = 'feed_counters';
 
-/** One event of an account's change feed. `seq` orders the account's feed; gaps are harmless. */
+/** One event of an account's change feed, at its position in the feed. */
 export interface FeedDoc extends EventEnvelope {
-  seq: number;
-  /** When the sequence number was taken: readers see an event only once every earlier number has settled. */
+  /** Orders the feed: the time it was recorded (ms), a per-process counter, the process's tag. */
+  pos: string;
   recordedAt: string;
 }
 
-interface CounterDoc {
-  id: string;
-  seq: number;
-}
+const MS_DIGITS = 15;
+
+/** The first position recorded at `ms` or later: every position before it was recorded earlier. */
+export const positionAt = (ms: number): string => String(ms).padStart(MS_DIGITS, '0');
 
 export class FeedRepository {
-  private constructor(
-    readonly collection: DocumentCollection<FeedDoc>,
-    private readonly counters: DocumentCollection<CounterDoc>,
-  ) {}
+  /** Positions taken by this process: strictly increasing, and unique across processes by the tag. */
+  private lastMs = 0;
+  private counter = 0;
+  private readonly tag = randomBytes(4).toString('hex');
+
+  private constructor(readonly collection: DocumentCollection<FeedDoc>) {}
 
   static async open(store: DocumentStore): Promise<FeedRepository> {
     return new FeedRepository(
       await store.collection<FeedDoc>(FEED_COLLECTION, [
-        { fields: { accountId: 1, seq: 1 }, unique: true },
+        { fields: { accountId: 1, pos: 1 }, unique: true },
         { fields: { recordedAt: 1 } },
       ]),
-      await store.collection<CounterDoc>(COUNTERS_COLLECTION),
     );
   }
 
@@ -37,11 +38,10 @@ export class FeedRepository {
   }
 
   /** Appends the event to its account's feed; false when it is there already (an event seen twice). */
-  async append(event: EventEnvelope, recordedAt: string): Promise<boolean> {
+  async append(event: EventEnvelope, now: Date): Promise<boolean> {
     if (await this.has(event.id)) return false;
-    const seq = await this.nextSeq(event.accountId);
     try {
-      await this.collection.insertOne({ ...event, seq, recordedAt });
+      await this.collection.insertOne({ ...event, pos: this.nextPosition(now), recordedAt: now.toISOString() });
       return true;
     } catch (err) {
       if (err instanceof DuplicateKeyError) return false;
@@ -49,20 +49,19 @@ export class FeedRepository {
     }
   }
 
-  /** Events after `afterSeq` whose number was taken before `settledBefore`, oldest first. */
+  /** Events after position `after` and before `settledBefore`, oldest first. */
   read(
     accountId: string,
-    afterSeq: number,
+    after: string,
     options: { types?: string[]; limit: number; settledBefore: string },
   ): Promise<FeedDoc[]> {
     return this.collection.find(
       {
         accountId,
-        seq: { $gt: afterSeq },
-        recordedAt: { $lte: options.settledBefore },
+        pos: { $gt: after, $lt: options.settledBefore },
         ...(options.types ? { type: { $in: options.types } } : {}),
       },
-      { sort: { seq: 1 }, limit: options.limit },
+      { sort: { pos: 1 }, limit: options.limit },
     );
   }
 
@@ -71,17 +70,10 @@ export class FeedRepository {
     return this.collection.deleteMany({ recordedAt: { $lt: before } });
   }
 
-  /** The account's next sequence number, from one atomic increment (shared by every replica). */
-  private async nextSeq(accountId: string): Promise<number> {
-    for (;;) {
-      const bumped = await this.counters.updateOne({ id: accountId }, { $inc: { seq: 1 } });
-      if (bumped) return bumped.seq;
-      try {
-        await this.counters.insertOne({ id: accountId, seq: 1 });
-        return 1;
-      } catch (err) {
-        if (!(err instanceof DuplicateKeyError)) throw err;
-      }
-    }
+  private nextPosition(now: Date): string {
+    const ms = Math.max(now.getTime(), this.lastMs);
+    this.counter = ms === this.lastMs ? this.counter + 1 : 0;
+    this.lastMs = ms;
+    return `${positionAt(ms)}.${String(this.counter).padStart(6, '0')}.${this.tag}`;
   }
 }
