@@ -17,6 +17,9 @@ export interface EmbeddedSpec {
   /** Search bench: which index serves listings, and how many generated listings it is seeded with directly. */
   search?: { index: 'memory' } | { index: 'elasticsearch'; url: string; alias: string };
   seedListings?: number;
+  /** Webhooks bench: the platform key (to make accounts) and delivery settings. */
+  platformApiKey?: string;
+  webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[] };
 }
 
 /** Plain `fastify()` with no plugins: fixed JSON answers, the baseline. */
