@@ -33,13 +33,8 @@ export class FeedRepository {
     );
   }
 
-  has(id: string): Promise<boolean> {
-    return this.collection.findOne({ id }).then((d) => d !== null);
-  }
-
-  /** Appends the event to its account's feed; false when it is there already (an event seen twice). */
+  /** Appends the event to its account's feed; false when it is there already (an event seen twice: same id). */
   async append(event: EventEnvelope, now: Date): Promise<boolean> {
-    if (await this.has(event.id)) return false;
     try {
       await this.collection.insertOne({ ...event, pos: this.nextPosition(now), recordedAt: now.toISOString() });
       return true;
