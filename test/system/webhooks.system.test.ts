@@ -44,7 +44,8 @@ describeWithEngines(
           webhooks: {
             WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1',
             WEBHOOKS_RETRY_SCHEDULE: '300,300,300',
-            WEBHOOKS_LEASE_MS: '3000',
+            // Longer than an attempt takes on a loaded machine, short enough for the crash test's patience.
+            WEBHOOKS_LEASE_MS: '10000',
           },
         },
       });
@@ -114,7 +115,10 @@ describeWithEngines(
       expect(byType('listing.deleted').data).toMatchObject({ id: listingId, deleted: true });
       expect(byType('media.ready').data).toMatchObject({ listingId, status: 'ready', kind: 'image' });
       expect(byType('lead.assigned').data).toMatchObject({ id: leadId, agentId: agent.body.id });
-      expect(byType('activity.created').data).toMatchObject({ leadId, type: 'call', summary: 'Called' });
+      const activities = got.filter((d) => d.event!.type === 'activity.created').map((d) => d.event!.data);
+      expect(activities).toEqual(
+        expect.arrayContaining([expect.objectContaining({ leadId, type: 'call', summary: 'Called' })]),
+      );
     }, 120_000);
 
     it('retries a receiver that answers 500, 500, then 200: the third attempt delivers', async () => {
@@ -216,7 +220,8 @@ describeWithEngines(
         async () => {
           expect(seen.length).toBeGreaterThanOrEqual(expected.length);
         },
-        { timeoutMs: 120_000, intervalMs: 500 },
+        // The listings outbox and this service's consumer drain at the engine's pace: generous on a loaded machine.
+        { timeoutMs: 900_000, intervalMs: 500 },
       );
       writing = false;
       await polling;
@@ -239,6 +244,6 @@ describeWithEngines(
         const deleted = events.findIndex((e) => e.type === 'listing.deleted');
         if (deleted >= 0) expect(deleted).toBe(events.length - 1);
       }
-    }, 300_000);
+    }, 1_800_000);
   },
 );

@@ -23,6 +23,8 @@ export interface DeliveryWorkerOptions {
 export class DeliveryWorker {
   private inFlight = 0;
   private readonly perEndpoint = new Map<string, number>();
+  /** Deliveries this process is sending: never claimed again here, even when a slow attempt outlives its lease. */
+  private readonly sending = new Set<string>();
   private readonly attempts = new Set<Promise<void>>();
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
@@ -89,7 +91,7 @@ export class DeliveryWorker {
     let started = 0;
     for (const doc of due) {
       if (this.stopped || this.inFlight >= concurrency) break;
-      if ((this.perEndpoint.get(doc.webhookId) ?? 0) >= endpointConcurrency) continue;
+      if ((this.perEndpoint.get(doc.webhookId) ?? 0) >= endpointConcurrency || this.sending.has(doc.id)) continue;
       const lease = randomUUID();
       const claimed = await this.deps.deliveries.claim(
         doc,
@@ -97,19 +99,21 @@ export class DeliveryWorker {
         new Date(this.deps.clock().getTime() + leaseMs).toISOString(),
       );
       if (!claimed) continue;
-      this.launch(claimed.webhookId, () => this.deps.attempt.attempt(doc, lease));
+      this.launch(claimed, () => this.deps.attempt.attempt(doc, lease));
       started++;
     }
     return started;
   }
 
-  private launch(webhookId: string, run: () => Promise<void>): void {
+  private launch({ id, webhookId }: { id: string; webhookId: string }, run: () => Promise<void>): void {
     this.inFlight++;
+    this.sending.add(id);
     this.perEndpoint.set(webhookId, (this.perEndpoint.get(webhookId) ?? 0) + 1);
     const attempt = run()
       .catch((err: unknown) => this.deps.log.error({ err, webhookId }, 'delivery attempt failed unexpectedly'))
       .finally(() => {
         this.inFlight--;
+        this.sending.delete(id);
         const left = (this.perEndpoint.get(webhookId) ?? 1) - 1;
         if (left > 0) this.perEndpoint.set(webhookId, left);
         else this.perEndpoint.delete(webhookId);
