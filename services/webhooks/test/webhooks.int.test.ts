@@ -1,7 +1,8 @@
 import { eventually, WebhookReceiver } from '@estate/testing';
 import { DELIVERIES_COLLECTION, deliveryId, type DeliveryDoc } from '../src/repositories/delivery.repository';
 import { listing, listingDeleted, listingEvent, lead, leadEvent, image, mediaProcessed } from './fixtures';
-import { admin, agent, integration, otherAdmin, startWebhooks, tempDir, type WebhooksHarness } from './harness';
+import { admin, agent, integration, log, otherAdmin, startWebhooks, tempDir, type WebhooksHarness } from './harness';
+import { MemoryBus } from '@estate/bus/memory.bus';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 
 let receiver: WebhookReceiver;
@@ -329,6 +330,58 @@ describe('deliveries', () => {
       expect(got.receivedAt).toBeGreaterThanOrEqual(now + 1400);
       expect(got.event).toEqual(envelope);
     } finally {
+      remove();
+    }
+  });
+
+  it('shares the deliveries of one store between two replicas without sending one twice', async () => {
+    const { dir, remove } = tempDir();
+    const bus = new MemoryBus(log, 5);
+    let second: WebhooksHarness | undefined;
+    try {
+      h = await startWebhooks({
+        store: SqliteDocumentStore.open(`${dir}/webhooks.sqlite`),
+        bus,
+        options: { endpointConcurrency: 64 },
+      });
+      second = await startWebhooks({
+        store: SqliteDocumentStore.open(`${dir}/webhooks.sqlite`),
+        bus,
+        options: { endpointConcurrency: 64 },
+      });
+      const { id } = await register('shared');
+      // Queued to come due at one moment, so both replicas' workers find the same deliveries due.
+      const deliveries = await h.store.collection<DeliveryDoc>(DELIVERIES_COLLECTION);
+      const due = new Date(Date.now() + 500).toISOString();
+      for (let i = 0; i < 60; i++) {
+        const envelope = {
+          id: `evt_shared_${i}`,
+          type: 'listing.created',
+          createdAt: due,
+          accountId: admin.accountId,
+          data: { id: `lst_${i}` },
+        };
+        await deliveries.insertOne({
+          id: deliveryId(id, envelope.id),
+          accountId: admin.accountId,
+          webhookId: id,
+          eventId: envelope.id,
+          eventType: envelope.type,
+          body: JSON.stringify(envelope),
+          state: 'pending',
+          attempts: 0,
+          nextAttemptAt: due,
+          createdAt: due,
+        });
+      }
+      await eventually(() => expect(new Set(receiver.verified('shared').map((d) => d.event!.id)).size).toBe(60));
+      const sent = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries?limit=100`)).json();
+      expect(sent.items.map((d: { state: string; attempts: number }) => [d.state, d.attempts])).toEqual(
+        Array(60).fill(['succeeded', 1]),
+      );
+      expect(receiver.verified('shared')).toHaveLength(60);
+    } finally {
+      await second?.close();
       remove();
     }
   });
