@@ -53,6 +53,7 @@ export class EventIntakeService {
         webhookId: endpoint.id,
         eventId: envelope.id,
         eventType: envelope.type,
+        resource: resourceOf(envelope),
         body,
         state: 'pending',
         attempts: 0,
@@ -96,6 +97,13 @@ export class EventIntakeService {
     this.deps.log.debug({ eventId: plan.id, type: plan.type }, 'resource gone or unfinished; no client event');
     return null;
   }
+}
+
+/** What an event is about, e.g. `listing:lst_1` (an activity: its lead's). */
+export function resourceOf(envelope: EventEnvelope): string {
+  const { data } = envelope;
+  if (envelope.type === 'activity.created' && typeof data.leadId === 'string') return `lead:${data.leadId}`;
+  return `${envelope.type.split('.')[0]}:${String(data.id)}`;
 }
 
 /** A one-off event id (test events). */

@@ -426,9 +426,16 @@ describe('the change feed', () => {
     await leadEvent(h.bus, h.shelf, admin.accountId, 'leads.lead.created', lead('led_1'));
     await listingDeleted(h.bus, admin.accountId, 'lst_1', 3);
 
-    const first = (await h.call(integration, 'GET', `/v1/events?after=${empty.json().nextCursor}&limit=2`)).json();
+    // An event is visible once the millisecond it was recorded in has passed (the settle delay is 0 here).
+    const read = (url: string, count: number) =>
+      eventually(async () => {
+        const page = (await h.call(integration, 'GET', url)).json();
+        expect(page.items).toHaveLength(count);
+        return page;
+      });
+    const first = await read(`/v1/events?after=${empty.json().nextCursor}&limit=2`, 2);
     expect(first.items.map((e: { type: string }) => e.type)).toEqual(['listing.created', 'listing.updated']);
-    const second = (await h.call(integration, 'GET', `/v1/events?after=${first.nextCursor}&limit=10`)).json();
+    const second = await read(`/v1/events?after=${first.nextCursor}&limit=10`, 2);
     expect(second.items.map((e: { type: string }) => e.type)).toEqual(['lead.created', 'listing.deleted']);
     expect(second.items[1]).toMatchObject({
       accountId: admin.accountId,
@@ -439,7 +446,7 @@ describe('the change feed', () => {
     expect(upToDate.nextCursor).toBe(second.nextCursor);
 
     await listingEvent(h.bus, admin.accountId, 'listings.listing.created', listing('lst_2'));
-    const next = (await h.call(integration, 'GET', `/v1/events?after=${upToDate.nextCursor}`)).json();
+    const next = await read(`/v1/events?after=${upToDate.nextCursor}`, 1);
     expect(next.items.map((e: { data: { id: string } }) => e.data.id)).toEqual(['lst_2']);
 
     const leadsOnly = (await h.call(admin, 'GET', '/v1/events?types=lead.created,lead.updated')).json();

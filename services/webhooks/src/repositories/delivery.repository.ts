@@ -22,6 +22,8 @@ export interface DeliveryDoc {
   webhookId: string;
   eventId: string;
   eventType: string;
+  /** The resource the event is about (`listing:<id>`), to keep its deliveries to one endpoint in order. */
+  resource?: string;
   /** The envelope exactly as sent (the signature covers these bytes). */
   body: string;
   state: DeliveryState;

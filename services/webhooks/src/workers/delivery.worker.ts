@@ -25,6 +25,8 @@ export class DeliveryWorker {
   private readonly perEndpoint = new Map<string, number>();
   /** Deliveries this process is sending: never claimed again here, even when a slow attempt outlives its lease. */
   private readonly sending = new Set<string>();
+  /** Endpoint and resource pairs being sent: a resource's next event to an endpoint waits for the one before. */
+  private readonly sendingResources = new Set<string>();
   private readonly attempts = new Set<Promise<void>>();
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
@@ -92,6 +94,8 @@ export class DeliveryWorker {
     for (const doc of due) {
       if (this.stopped || this.inFlight >= concurrency) break;
       if ((this.perEndpoint.get(doc.webhookId) ?? 0) >= endpointConcurrency || this.sending.has(doc.id)) continue;
+      const resource = doc.resource ? `${doc.webhookId} ${doc.resource}` : undefined;
+      if (resource && this.sendingResources.has(resource)) continue;
       const lease = randomUUID();
       const claimed = await this.deps.deliveries.claim(
         doc,
@@ -99,21 +103,27 @@ export class DeliveryWorker {
         new Date(this.deps.clock().getTime() + leaseMs).toISOString(),
       );
       if (!claimed) continue;
-      this.launch(claimed, () => this.deps.attempt.attempt(doc, lease));
+      this.launch(claimed, resource, () => this.deps.attempt.attempt(doc, lease));
       started++;
     }
     return started;
   }
 
-  private launch({ id, webhookId }: { id: string; webhookId: string }, run: () => Promise<void>): void {
+  private launch(
+    { id, webhookId }: { id: string; webhookId: string },
+    resource: string | undefined,
+    run: () => Promise<void>,
+  ): void {
     this.inFlight++;
     this.sending.add(id);
+    if (resource) this.sendingResources.add(resource);
     this.perEndpoint.set(webhookId, (this.perEndpoint.get(webhookId) ?? 0) + 1);
     const attempt = run()
       .catch((err: unknown) => this.deps.log.error({ err, webhookId }, 'delivery attempt failed unexpectedly'))
       .finally(() => {
         this.inFlight--;
         this.sending.delete(id);
+        if (resource) this.sendingResources.delete(resource);
         const left = (this.perEndpoint.get(webhookId) ?? 1) - 1;
         if (left > 0) this.perEndpoint.set(webhookId, left);
         else this.perEndpoint.delete(webhookId);
