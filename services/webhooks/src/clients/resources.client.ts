@@ -59,11 +59,11 @@ export class HttpResourceReader implements ResourceReader {
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
       });
     } catch (err) {
-      throw new RetryLater(`${base} did not answer: ${(err as Error).message}`, 2000);
+      throw new RetryLater(`${base} did not answer: ${(err as Error).message}`, 5000);
     }
     if (res.status === 404) return null;
     const body: unknown = await res.json().catch(() => undefined);
-    if (!res.ok) throw new RetryLater(`${base}${path} answered ${res.status}`, 2000);
+    if (!res.ok) throw new RetryLater(`${base}${path} answered ${res.status}`, 5000);
     return schema.parse(body);
   }
 }
