@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliveryAttemptService } from '../delivery-attempt.service';
-import type { DeliveryRepository } from '../repositories/delivery.repository';
+import type { DeliveryDoc, DeliveryRepository } from '../repositories/delivery.repository';
+
+/** Due deliveries read at once. */
+const CANDIDATES = 200;
 
 export interface DeliveryWorkerOptions {
   /** Deliveries in flight at once in this process. */
@@ -31,6 +34,13 @@ export class DeliveryWorker {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private again = false;
+  /**
+   * Due deliveries from the last query, not yet started here. A freed slot takes the next of them
+   * without asking the store again; the claim still checks each one is due and unclaimed.
+   */
+  private candidates: DeliveryDoc[] = [];
+  /** New work may exist that the candidates do not hold (work queued, retries coming due). */
+  private stale = true;
   private stopped = true;
 
   constructor(
@@ -46,13 +56,14 @@ export class DeliveryWorker {
   start(): void {
     this.stopped = false;
     this.kick();
-    this.timer = setInterval(() => this.kick(), this.deps.options.pollMs);
+    this.timer = setInterval(() => this.kick(true), this.deps.options.pollMs);
     this.timer.unref();
   }
 
-  /** Looks for due deliveries soon (after queueing some, or when a slot frees). */
-  kick(): void {
+  /** Looks for due deliveries soon: `fresh` when new work may be due (queued, or the poll), not when a slot frees. */
+  kick(fresh = true): void {
     if (this.stopped) return;
+    if (fresh) this.stale = true;
     if (this.running) {
       this.again = true;
       return;
@@ -87,15 +98,25 @@ export class DeliveryWorker {
     const { concurrency, endpointConcurrency, leaseMs } = this.deps.options;
     const free = concurrency - this.inFlight;
     if (free <= 0) return 0;
-    const busy = [...this.perEndpoint].filter(([, n]) => n >= endpointConcurrency).map(([id]) => id);
-    const now = this.deps.clock();
-    const due = await this.deps.deliveries.due(now.toISOString(), busy, Math.min(Math.max(free * 2, 10), 200));
+    if (this.stale || this.candidates.length === 0) {
+      this.stale = false;
+      const busy = [...this.perEndpoint].filter(([, n]) => n >= endpointConcurrency).map(([id]) => id);
+      this.candidates = await this.deps.deliveries.due(this.deps.clock().toISOString(), busy, CANDIDATES);
+    }
     let started = 0;
-    for (const doc of due) {
-      if (this.stopped || this.inFlight >= concurrency) break;
-      if ((this.perEndpoint.get(doc.webhookId) ?? 0) >= endpointConcurrency || this.sending.has(doc.id)) continue;
+    const kept: DeliveryDoc[] = [];
+    for (const doc of this.candidates) {
       const resource = doc.resource ? `${doc.webhookId} ${doc.resource}` : undefined;
-      if (resource && this.sendingResources.has(resource)) continue;
+      if (
+        this.stopped ||
+        this.inFlight >= concurrency ||
+        (this.perEndpoint.get(doc.webhookId) ?? 0) >= endpointConcurrency ||
+        this.sending.has(doc.id) ||
+        (resource && this.sendingResources.has(resource))
+      ) {
+        kept.push(doc);
+        continue;
+      }
       const lease = randomUUID();
       const claimed = await this.deps.deliveries.claim(
         doc,
@@ -106,6 +127,7 @@ export class DeliveryWorker {
       this.launch(claimed, resource, () => this.deps.attempt.attempt(doc, lease));
       started++;
     }
+    this.candidates = kept;
     return started;
   }
 
@@ -128,7 +150,7 @@ export class DeliveryWorker {
         if (left > 0) this.perEndpoint.set(webhookId, left);
         else this.perEndpoint.delete(webhookId);
         this.attempts.delete(attempt);
-        this.kick();
+        this.kick(false);
       });
     this.attempts.add(attempt);
   }

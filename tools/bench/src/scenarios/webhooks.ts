@@ -8,8 +8,8 @@ import type { Ratio, Scenario, ScenarioContext, ScenarioResult, TargetResult } f
 import type { ServerHandle } from '../lib/servers';
 
 const RATE_LIMIT_PER_MINUTE = 1_000_000_000;
-/** The issue's load: listing writes per second while latency is measured. */
-const WRITES_PER_SECOND = 200;
+/** The issue's load: listing writes per second while latency is measured (`BENCH_WEBHOOKS_RATE=n` sets it). */
+const WRITES_PER_SECOND = Number(process.env.BENCH_WEBHOOKS_RATE ?? 200);
 /** With 1,000 endpoints each write fans out to 20 deliveries: 10 writes/s is 200 deliveries/s. */
 const FANOUT_WRITES_PER_SECOND = 10;
 /** Goal: write acknowledged -> webhook received, p99 (embedded). */
