@@ -1,4 +1,4 @@
-# One image for the four services; docker-compose picks the process with SERVICE.
+# One image for every service; docker-compose picks the process with SERVICE.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./

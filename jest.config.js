@@ -40,7 +40,7 @@ const shared = {
     '^@estate/runtime$': '<rootDir>/libs/runtime/src/index.ts',
     '^@estate/embedded$': '<rootDir>/apps/embedded/src/index.ts',
     '^@estate/client$': '<rootDir>/clients/typescript/src/index.ts',
-    '^@estate/(listings|media|leads|gateway)$': '<rootDir>/services/$1/src/index.ts',
+    '^@estate/(listings|media|leads|gateway|webhooks)$': '<rootDir>/services/$1/src/index.ts',
   },
 };
 

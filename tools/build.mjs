@@ -9,6 +9,7 @@ const entries = {
   'services/listings/main': 'services/listings/src/main.ts',
   'services/media/main': 'services/media/src/main.ts',
   'services/leads/main': 'services/leads/src/main.ts',
+  'services/webhooks/main': 'services/webhooks/src/main.ts',
   'tools/bench/main': 'tools/bench/src/main.ts',
   'tools/api-docs/main': 'tools/api-docs/src/main.ts',
   'tools/seed/main': 'tools/seed/src/main.ts',

@@ -13,7 +13,7 @@ import mongoose from 'mongoose';
  * a NATS namespace, databases and a search index of its own, so suites running side by side never share work.
  */
 
-export type ServiceName = 'listings' | 'media' | 'leads';
+export type ServiceName = 'listings' | 'media' | 'leads' | 'webhooks';
 export type ProcessName = ServiceName | 'gateway';
 export type EngineUrls = Record<EngineVar, string>;
 
@@ -22,6 +22,8 @@ export interface RunningService {
   url: string;
   child: ChildProcess;
   output: () => string;
+  /** What it was started with (a restart reuses it, and its port). */
+  env: Record<string, string>;
 }
 
 export interface ClusterOptions {
@@ -36,6 +38,8 @@ export interface ClusterOptions {
   logLevel?: 'info' | 'warn';
   /** Called as each process is spawned, before it is ready (a fault test watches one start). */
   onStarted?: (service: RunningService) => void;
+  /** Extra environment per process kind (e.g. a shortened webhook retry schedule). */
+  env?: Partial<Record<ProcessName, Record<string, string>>>;
 }
 
 export interface Cluster {
@@ -50,10 +54,13 @@ export interface Cluster {
   processes: RunningService[];
   /** The `replica`-th process of a service (in start order). */
   process(name: ProcessName, replica?: number): RunningService;
+  /** Kills a process with `signal` (SIGKILL: a crash) and starts it again on the same port and data; resolves once it is ready. */
+  restart(name: ProcessName, replica?: number, signal?: NodeJS.Signals): Promise<RunningService>;
   stop(): Promise<void>;
 }
 
-const SERVICES: ServiceName[] = ['listings', 'media', 'leads'];
+// Webhooks last: it reads resources from the others.
+const SERVICES: ServiceName[] = ['listings', 'media', 'leads', 'webhooks'];
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -67,16 +74,16 @@ export async function freePort(): Promise<number> {
 }
 
 async function startProcess(name: ProcessName, env: Record<string, string>): Promise<RunningService> {
-  const port = await freePort();
+  const port = env.PORT ?? String(await freePort());
   const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'services', name, 'main.js')], {
     cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port) },
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: port },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  return { name, url: `http://127.0.0.1:${port}`, child, output: () => out };
+  return { name, url: `http://127.0.0.1:${port}`, child, output: () => out, env: { ...env, PORT: port } };
 }
 
 async function waitUp(url: string, probe: string, all: RunningService[], timeoutMs: number): Promise<void> {
@@ -157,6 +164,18 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       if (!found) throw new Error(`no ${name} process #${replica} in this cluster`);
       return found;
     },
+    async restart(name, replica = 0, signal = 'SIGKILL') {
+      const old = cluster.process(name, replica);
+      if (old.child.exitCode === null && old.child.signalCode === null) {
+        const exited = new Promise((resolve) => old.child.once('exit', resolve));
+        old.child.kill(signal);
+        await exited;
+      }
+      const fresh = await startProcess(name, old.env);
+      processes[processes.indexOf(old)] = fresh;
+      await waitUp(fresh.url, '/health/ready', processes, 60_000);
+      return fresh;
+    },
     async stop() {
       if (process.env.DEBUG_SYS)
         for (const s of processes) process.stderr.write(`--- ${s.name}\n${s.output().slice(-3000)}\n`);
@@ -171,7 +190,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   try {
     for (const name of SERVICES) {
       for (let i = 0; i < replicas[name]; i++) {
-        processes.push(await startProcess(name, { ...common, MONGODB_DATABASE: database(name) }));
+        const env = { ...common, MONGODB_DATABASE: database(name), ...options.env?.[name] };
+        // The webhooks service reads leads and media from their services (their first replica).
+        if (name === 'webhooks') {
+          if (replicas.leads > 0) Object.assign(env, { LEADS_URL: instances('leads')[0].url });
+          if (replicas.media > 0) Object.assign(env, { MEDIA_URL: instances('media')[0].url });
+        }
+        processes.push(await startProcess(name, env));
         options.onStarted?.(processes[processes.length - 1]);
       }
     }
@@ -189,6 +214,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         ...common,
         MONGODB_DATABASE: database('gateway'),
         ...upstreamsFor(i),
+        ...options.env?.gateway,
         ...(options.keys?.admin === false ? {} : { ADMIN_API_KEY: keys.admin }),
         ...(options.keys?.platform === false ? {} : { PLATFORM_API_KEY: keys.platform }),
       });

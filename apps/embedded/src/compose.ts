@@ -12,6 +12,7 @@ import { useCursorSecrets } from '@estate/platform/pagination';
 import type { ListingIndex } from '@estate/search';
 import { SqliteListingIndex } from '@estate/search/sqlite-listing.index';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
+import { composeWebhooks, embeddedSecretKey, orNull, serviceIdentity, webhooksApp } from '@estate/webhooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { EmbeddedConfig } from './config';
@@ -27,7 +28,7 @@ export interface EmbeddedProduct {
 }
 
 /**
- * The embedded profile: the four services in one process, each with its own SQLite file in
+ * The embedded profile: the five services in one process, each with its own SQLite file in
  * DATA_DIR (documents, outbox, jobs; the listing search index in the listings file), talking over
  * the in-process bus, behind the gateway's edge on one HTTP server. SQLite's own locking lets the
  * CLI work on the same files while the server runs, and a killed process leaves nothing behind
@@ -47,6 +48,7 @@ export async function composeEmbedded(
     listings: SqliteDocumentStore.open(storeFile(config.dataDir, 'listings')),
     media: SqliteDocumentStore.open(storeFile(config.dataDir, 'media')),
     leads: SqliteDocumentStore.open(storeFile(config.dataDir, 'leads')),
+    webhooks: SqliteDocumentStore.open(storeFile(config.dataDir, 'webhooks')),
   };
   const listingIndex =
     options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
@@ -71,6 +73,19 @@ export async function composeEmbedded(
     log,
     transaction: (fn) => stores.leads.transaction(fn),
   });
+  const webhooks = await composeWebhooks({
+    store: stores.webhooks,
+    bus,
+    log,
+    secretKey: embeddedSecretKey(join(config.dataDir, 'webhooks.key')),
+    // Resources the events do not carry whole are read with direct calls here (over HTTP when distributed).
+    resources: {
+      lead: (accountId, leadId) => orNull(() => leads.leads.get(serviceIdentity(accountId), leadId)),
+      media: (accountId, listingId, mediaId) =>
+        orNull(() => media.gallery.get(serviceIdentity(accountId), listingId, mediaId)),
+    },
+    options: config.webhooks,
+  });
   const gateway = await composeGateway({
     store: stores.gateway,
     bus,
@@ -80,7 +95,7 @@ export async function composeEmbedded(
     rateLimitPerMinute: config.rateLimitPerMinute,
     keys: { adminKey: config.adminApiKey, platformKey: config.platformApiKey },
   });
-  const runtimes = [gateway, listings, media, leads];
+  const runtimes = [gateway, listings, media, leads, webhooks];
 
   const app = await createHttpApp({
     service: 'embedded',
@@ -102,6 +117,7 @@ export async function composeEmbedded(
   await app.register(listingsApp, { runtime: listings });
   await app.register(mediaApp, { runtime: media });
   await app.register(leadsApp, { runtime: leads });
+  await app.register(webhooksApp, { runtime: webhooks });
   await app.ready();
   // A data folder of the previous version (NeDB files per service) is imported once, before anything starts.
   for (const [name, store] of Object.entries(stores)) await importNedbFolder(join(config.dataDir, name), store, log);

@@ -11,6 +11,13 @@ const schema = z.object({
   LOG_LEVEL: envLogLevel,
   PUBLIC_BASE_URL: envPublicBaseUrl,
   LOG_PRETTY: envLogPretty,
+  /** `1` lets webhook endpoints target http, private, loopback and link-local addresses (local development). */
+  WEBHOOKS_ALLOW_PRIVATE_TARGETS: z.enum(['0', '1']).default('0'),
+  /** Delays between webhook attempts, milliseconds, comma-separated. */
+  WEBHOOKS_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\d{1,10}(,\d{1,10})*$/, 'must be a comma list of milliseconds, e.g. 5000,300000')
+    .optional(),
 });
 
 export interface EmbeddedConfig {
@@ -25,6 +32,8 @@ export interface EmbeddedConfig {
   publicBaseUrl?: string;
   /** Readable log lines (LOG_PRETTY); unset: readable on a terminal. */
   logPretty?: boolean;
+  /** Webhook delivery settings (defaults: public https targets only, the standard retry schedule). */
+  webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[] };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
@@ -39,5 +48,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     logPretty: e.LOG_PRETTY,
+    webhooks: {
+      allowPrivateTargets: e.WEBHOOKS_ALLOW_PRIVATE_TARGETS === '1',
+      ...(e.WEBHOOKS_RETRY_SCHEDULE ? { retryScheduleMs: e.WEBHOOKS_RETRY_SCHEDULE.split(',').map(Number) } : {}),
+    },
   });
 }

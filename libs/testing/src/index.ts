@@ -5,3 +5,4 @@ export * from './sse';
 export * from './build';
 export * from './eventually';
 export * from './query-plans';
+export * from './webhook-receiver';

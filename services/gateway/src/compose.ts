@@ -6,7 +6,13 @@ import type { Logger } from 'pino';
 import { AccessService } from './access.service';
 import { BootstrapService, firstStartBanner, type BootstrapResult } from './bootstrap.service';
 import type { JobsReader } from './clients/listings.client';
-import { upstreamDocuments, upstreamReady, upstreamsFor, type Upstream } from './clients/upstreams.client';
+import {
+  upstreamDocuments,
+  upstreamReady,
+  upstreamsFor,
+  type Upstream,
+  type UpstreamUrls,
+} from './clients/upstreams.client';
 import { IdempotencyService } from './idempotency.service';
 import { AccessRepository } from './repositories/access.repository';
 import { IdempotencyRepository } from './repositories/idempotency.repository';
@@ -39,7 +45,7 @@ export interface GatewayDeps {
   jobEventsHeartbeatMs?: number;
   /** Keys taken from the environment for the default account and the platform. */
   keys?: { adminKey?: string; platformKey?: string };
-  upstreams?: { urls: { listings: string; media: string; leads: string }; signingSecret: string };
+  upstreams?: { urls: UpstreamUrls; signingSecret: string };
   clock?: () => Date;
 }
 

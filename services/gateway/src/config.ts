@@ -10,13 +10,14 @@ export const configSchema = serviceEnv('gateway', 3000)
     LISTINGS_URL: envUrl.default('http://127.0.0.1:3001'),
     MEDIA_URL: envUrl.default('http://127.0.0.1:3002'),
     LEADS_URL: envUrl.default('http://127.0.0.1:3003'),
+    WEBHOOKS_URL: envUrl.default('http://127.0.0.1:3004'),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
     ADMIN_API_KEY: apiKey,
     PLATFORM_API_KEY: apiKey,
   })
   .transform((e) => ({
     ...processConfig(e),
-    upstreams: { listings: e.LISTINGS_URL, media: e.MEDIA_URL, leads: e.LEADS_URL },
+    upstreams: { listings: e.LISTINGS_URL, media: e.MEDIA_URL, leads: e.LEADS_URL, webhooks: e.WEBHOOKS_URL },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     keys: { adminKey: e.ADMIN_API_KEY, platformKey: e.PLATFORM_API_KEY },
   }));

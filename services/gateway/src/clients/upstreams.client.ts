@@ -20,8 +20,15 @@ const STRIPPED_REQUEST_HEADERS = [
   'idempotency-key',
 ];
 
+export interface UpstreamUrls {
+  listings: string;
+  media: string;
+  leads: string;
+  webhooks: string;
+}
+
 /** Which service answers which paths in the distributed profile. */
-export function upstreamsFor(urls: { listings: string; media: string; leads: string }): Upstream[] {
+export function upstreamsFor(urls: UpstreamUrls): Upstream[] {
   return [
     { name: 'listings', url: urls.listings, routes: ['/v1/listings', '/v1/listings/*', '/v1/jobs/*'] },
     { name: 'media', url: urls.media, routes: ['/v1/listings/:id/media', '/v1/listings/:id/media/*', '/files/*'] },
@@ -30,6 +37,7 @@ export function upstreamsFor(urls: { listings: string; media: string; leads: str
       url: urls.leads,
       routes: ['/v1/leads', '/v1/leads/*', '/v1/agents', '/v1/agents/*', '/v1/routing/*', '/v1/scoring/*'],
     },
+    { name: 'webhooks', url: urls.webhooks, routes: ['/v1/webhooks', '/v1/webhooks/*', '/v1/events'] },
   ];
 }
 

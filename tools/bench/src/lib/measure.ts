@@ -54,6 +54,7 @@ export async function measureTarget(
   const wallMs = Date.now() - started;
   const after = await server.sample();
   ctx.log(`${server.name}: ${measured.rps.mean} req/s, p99 ${measured.latencyMs.p99} ms`);
+  const usage = serverUsage(server, before, after, wallMs, logLinesBefore);
 
   return {
     name: server.name,
@@ -68,19 +69,30 @@ export async function measureTarget(
       non2xx: warm?.non2xx ?? 0,
     },
     measured,
-    server: {
-      cpuPct: cpuPct(before, after, wallMs),
-      rssMbBefore: mb(before.rssBytes),
-      rssMbAfter: mb(after.rssBytes),
-      heapUsedMbBefore: mb(before.heapUsedBytes),
-      heapUsedMbAfter: mb(after.heapUsedBytes),
-      eventLoopDelayMs: {
-        mean: round1(after.eventLoopDelay.meanMs),
-        p99: round1(after.eventLoopDelay.p99Ms),
-        max: round1(after.eventLoopDelay.maxMs),
-      },
-      logLines: server.logLines() - logLinesBefore,
+    server: usage,
+  };
+}
+
+/** The server's CPU, memory, event-loop delay and log lines between two samples. */
+export function serverUsage(
+  server: ServerHandle,
+  before: ServerSample,
+  after: ServerSample,
+  wallMs: number,
+  logLinesBefore: number,
+): TargetResult['server'] {
+  return {
+    cpuPct: cpuPct(before, after, wallMs),
+    rssMbBefore: mb(before.rssBytes),
+    rssMbAfter: mb(after.rssBytes),
+    heapUsedMbBefore: mb(before.heapUsedBytes),
+    heapUsedMbAfter: mb(after.heapUsedBytes),
+    eventLoopDelayMs: {
+      mean: round1(after.eventLoopDelay.meanMs),
+      p99: round1(after.eventLoopDelay.p99Ms),
+      max: round1(after.eventLoopDelay.maxMs),
     },
+    logLines: server.logLines() - logLinesBefore,
   };
 }
 

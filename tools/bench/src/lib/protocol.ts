@@ -20,6 +20,9 @@ export interface EmbeddedSpec {
    */
   search?: { index: 'sqlite' } | { index: 'elasticsearch'; url: string; alias: string };
   seedListings?: number;
+  /** Webhooks bench: the platform key (to make accounts) and delivery settings. */
+  platformApiKey?: string;
+  webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[] };
 }
 
 /** Plain `fastify()` with no plugins: fixed JSON answers, the baseline. */

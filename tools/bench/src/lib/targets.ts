@@ -30,6 +30,8 @@ async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
         host: HOST,
         dataDir: spec.dataDir,
         adminApiKey: spec.adminApiKey,
+        platformApiKey: spec.platformApiKey,
+        webhooks: spec.webhooks,
         rateLimitPerMinute: spec.rateLimitPerMinute,
         logLevel: spec.logLevel,
       },

@@ -4,6 +4,7 @@ import { leads } from './leads';
 import { listingsGet } from './listings-get';
 import { media } from './media';
 import { search } from './search';
+import { webhooks } from './webhooks';
 
 /** Every scenario, in the order a plain `npm run bench` runs them. */
-export const scenarios: readonly Scenario[] = [listingsGet, search, media, bulk, leads];
+export const scenarios: readonly Scenario[] = [listingsGet, search, media, bulk, leads, webhooks];

@@ -1,0 +1,128 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { addressRefusal, DELIVERY_TIMEOUT_MS, urlRefusal } from '../delivery.rules';
+
+export interface ReceiverAnswer {
+  /** The HTTP status, or null when none came (refused target, network error, timeout). */
+  status: number | null;
+  error?: string;
+  responseTimeMs: number;
+}
+
+/** A target refused before or while connecting. */
+export class TargetRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TargetRefused';
+  }
+}
+
+/**
+ * Resolves like `dns.lookup`, then refuses private, loopback and link-local answers. The socket
+ * connects to the address checked here, so a name that changes its answer between the check and
+ * the connection (DNS rebinding) cannot slip through.
+ */
+export function checkedLookup(allowPrivate: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return callback(err, '', 0);
+      const refusal = addressRefusal(
+        addresses.map((a) => a.address),
+        allowPrivate,
+      );
+      if (refusal) return callback(new TargetRefused(`${hostname} ${refusal}`), '', 0);
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      return callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
+
+const BODY_LIMIT = 64 * 1024;
+
+/** Sends deliveries over HTTPS (HTTP too when private targets are allowed), reusing connections. */
+export class ReceiverClient {
+  private readonly agents: { http: http.Agent; https: https.Agent };
+  private readonly lookup: LookupFunction;
+
+  constructor(private readonly options: { allowPrivateTargets: boolean; timeoutMs?: number }) {
+    this.lookup = checkedLookup(options.allowPrivateTargets);
+    this.agents = {
+      http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+      https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+    };
+  }
+
+  /** Resolves the target's addresses and says why they may not be reached, or null when they may. */
+  async refusal(url: string): Promise<string | null> {
+    const form = urlRefusal(url, this.options.allowPrivateTargets);
+    if (form) return form;
+    const { hostname } = new URL(url);
+    return new Promise((resolve) =>
+      this.lookup(hostname.replace(/^\[|\]$/g, ''), { all: true }, (err) =>
+        resolve(err instanceof TargetRefused ? err.message : null),
+      ),
+    );
+  }
+
+  post(url: string, body: string, headers: Record<string, string>): Promise<ReceiverAnswer> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const form = urlRefusal(url, this.options.allowPrivateTargets);
+    if (form) return Promise.resolve({ status: null, error: `target refused: ${form}`, responseTimeMs: 0 });
+    const target = new URL(url);
+    const secure = target.protocol === 'https:';
+    return new Promise((resolve) => {
+      let settled = false;
+      const done = (answer: Omit<ReceiverAnswer, 'responseTimeMs'>) => {
+        if (settled) return;
+        settled = true;
+        resolve({ ...answer, responseTimeMs: elapsed() });
+      };
+      const request = (secure ? https : http).request(
+        target,
+        {
+          method: 'POST',
+          agent: secure ? this.agents.https : this.agents.http,
+          lookup: this.lookup,
+          headers: {
+            ...headers,
+            'content-type': 'application/json',
+            'content-length': String(Buffer.byteLength(body)),
+            'user-agent': 'estate-webhooks/1',
+          },
+          signal: AbortSignal.timeout(this.options.timeoutMs ?? DELIVERY_TIMEOUT_MS),
+        },
+        (response) => {
+          // The body is read (and dropped past a limit) so the connection can be reused.
+          let read = 0;
+          response.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+            if (read > BODY_LIMIT) response.destroy();
+          });
+          response.on('end', () => done({ status: response.statusCode ?? null }));
+          response.on('close', () => done({ status: response.statusCode ?? null }));
+          response.on('error', () => done({ status: response.statusCode ?? null }));
+        },
+      );
+      request.on('error', (err) =>
+        done({
+          status: null,
+          error:
+            err instanceof TargetRefused
+              ? `target refused: ${err.message}`
+              : err.name === 'AbortError' || err.name === 'TimeoutError'
+                ? 'no answer within 10 s'
+                : `request failed: ${(err as NodeJS.ErrnoException).code ?? err.message}`,
+        }),
+      );
+      request.end(body);
+    });
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}

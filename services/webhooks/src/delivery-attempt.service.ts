@@ -1,0 +1,82 @@
+import type { Logger } from 'pino';
+import { Webhook } from 'standardwebhooks';
+import type { ReceiverClient } from './clients/receiver.client';
+import { afterAttempt, isSuccess, shouldDisable } from './delivery.rules';
+import type { DeliveryDoc, DeliveryRepository } from './repositories/delivery.repository';
+import type { EndpointRepository } from './repositories/endpoint.repository';
+import type { SecretBox } from './secrets.rules';
+
+/**
+ * One attempt of one claimed delivery: signed as the Standard Webhooks specification says
+ * (`webhook-id`, `webhook-timestamp`, `webhook-signature`), posted, and its outcome recorded —
+ * success, the next attempt on the schedule, or failed once the schedule is spent. An endpoint
+ * failing for five days is disabled.
+ */
+export class DeliveryAttemptService {
+  constructor(
+    private readonly deps: {
+      endpoints: EndpointRepository;
+      deliveries: DeliveryRepository;
+      receiver: ReceiverClient;
+      secrets: SecretBox;
+      retryScheduleMs: readonly number[];
+      clock: () => Date;
+      log: Logger;
+    },
+  ) {}
+
+  async attempt(doc: DeliveryDoc, lease: string): Promise<void> {
+    const endpoint = await this.deps.endpoints.collection.findOne({ id: doc.webhookId });
+    if (!endpoint || !endpoint.enabled) {
+      await this.deps.deliveries.finish(doc.id, lease, {
+        $set: { state: 'failed', lastError: endpoint ? 'endpoint disabled' : 'endpoint deleted' },
+        $unset: { nextAttemptAt: true, lease: true },
+      });
+      return;
+    }
+    const sentAt = this.deps.clock();
+    const signature = new Webhook(this.deps.secrets.open(endpoint.secretSealed)).sign(doc.eventId, sentAt, doc.body);
+    const answer = await this.deps.receiver.post(endpoint.url, doc.body, {
+      'webhook-id': doc.eventId,
+      'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+      'webhook-signature': signature,
+    });
+    const ok = isSuccess(answer.status);
+    const attempts = doc.attempts + 1;
+    const now = this.deps.clock();
+    const outcome = afterAttempt(ok, attempts, now, this.deps.retryScheduleMs);
+    const $set: Record<string, unknown> = {
+      state: outcome.state,
+      attempts,
+      lastAttemptAt: now.toISOString(),
+      lastResponseTimeMs: answer.responseTimeMs,
+    };
+    const $unset: Record<string, true> = { lease: true };
+    if (answer.status !== null) $set.lastStatusCode = answer.status;
+    else $unset.lastStatusCode = true;
+    if (ok) $unset.lastError = true;
+    else $set.lastError = answer.error ?? `answered ${answer.status}`;
+    if (outcome.state === 'pending') $set.nextAttemptAt = outcome.nextAttemptAt.toISOString();
+    else $unset.nextAttemptAt = true;
+    const recorded = await this.deps.deliveries.finish(doc.id, lease, { $set, $unset });
+    if (!recorded)
+      this.deps.log.warn(
+        { deliveryId: doc.id },
+        'delivery was taken over or removed while it was sent; outcome dropped',
+      );
+
+    if (ok) {
+      if (endpoint.failingSince) await this.deps.endpoints.markHealthy(endpoint.id, now.toISOString());
+      return;
+    }
+    this.deps.log.info(
+      { deliveryId: doc.id, webhookId: endpoint.id, status: answer.status, error: answer.error, attempts },
+      'webhook delivery attempt failed',
+    );
+    const failing = await this.deps.endpoints.markFailing(endpoint.id, now.toISOString());
+    if (failing && shouldDisable(failing.failingSince, now)) {
+      await this.deps.endpoints.disable(endpoint.id, 'Every delivery failed for 5 days', now.toISOString());
+      this.deps.log.warn({ webhookId: endpoint.id }, 'webhook endpoint disabled after failing for 5 days');
+    }
+  }
+}

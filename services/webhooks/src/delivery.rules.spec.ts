@@ -1,0 +1,80 @@
+import {
+  addressRefusal,
+  afterAttempt,
+  isPublicAddress,
+  parseRetrySchedule,
+  shouldDisable,
+  urlRefusal,
+} from './delivery.rules';
+
+describe('webhook targets', () => {
+  it.each([
+    '127.0.0.1',
+    '10.0.0.8',
+    '172.20.1.1',
+    '192.168.0.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd00::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.1.1.1',
+    '224.0.0.1',
+    'not-an-ip',
+  ])('refuses %s', (address) => expect(isPublicAddress(address)).toBe(false));
+
+  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.4.4'])('accepts %s', (address) =>
+    expect(isPublicAddress(address)).toBe(true),
+  );
+
+  it('refuses http, credentials, local names and private literals unless private targets are allowed', () => {
+    expect(urlRefusal('https://hooks.example.com/x', false)).toBeNull();
+    expect(urlRefusal('http://hooks.example.com/x', false)).toMatch(/https/);
+    expect(urlRefusal('https://user:pw@hooks.example.com/x', false)).toMatch(/credentials/);
+    expect(urlRefusal('https://localhost/x', false)).toMatch(/local/);
+    expect(urlRefusal('https://printer.local/x', false)).toMatch(/local/);
+    expect(urlRefusal('https://10.0.0.1/x', false)).toMatch(/private/);
+    expect(urlRefusal('https://[::1]/x', false)).toMatch(/private/);
+    expect(urlRefusal('http://127.0.0.1:8080/x', true)).toBeNull();
+    expect(urlRefusal('ftp://127.0.0.1/x', true)).toMatch(/https/);
+  });
+
+  it('refuses a name when any of its addresses is private', () => {
+    expect(addressRefusal(['93.184.216.34', '10.0.0.1'], false)).toMatch(/10\.0\.0\.1/);
+    expect(addressRefusal(['93.184.216.34'], false)).toBeNull();
+    expect(addressRefusal(['127.0.0.1'], true)).toBeNull();
+  });
+});
+
+describe('the retry schedule', () => {
+  const now = new Date('2026-01-01T00:00:00Z');
+  const schedule = [5000, 300_000];
+
+  it('waits the next delay after a failure, gives up when none is left, and ends on success', () => {
+    expect(afterAttempt(false, 1, now, schedule)).toEqual({
+      state: 'pending',
+      nextAttemptAt: new Date(now.getTime() + 5000),
+    });
+    expect(afterAttempt(false, 2, now, schedule)).toEqual({
+      state: 'pending',
+      nextAttemptAt: new Date(now.getTime() + 300_000),
+    });
+    expect(afterAttempt(false, 3, now, schedule)).toEqual({ state: 'failed' });
+    expect(afterAttempt(true, 3, now, schedule)).toEqual({ state: 'succeeded' });
+  });
+
+  it('parses a configured schedule', () => {
+    expect(parseRetrySchedule('100, 200,300')).toEqual([100, 200, 300]);
+    expect(parseRetrySchedule('100,x')).toBeNull();
+    expect(parseRetrySchedule('')).toBeNull();
+  });
+
+  it('disables an endpoint failing for five days', () => {
+    expect(shouldDisable(undefined, now)).toBe(false);
+    expect(shouldDisable('2025-12-27T00:00:01Z', now)).toBe(false);
+    expect(shouldDisable('2025-12-27T00:00:00Z', now)).toBe(true);
+  });
+});

@@ -1,0 +1,21 @@
+import { runServiceProcess } from '@estate/runtime';
+import { webhooksApp } from './app';
+import { HttpResourceReader } from './clients/resources.client';
+import { composeWebhooks } from './compose';
+import { loadConfig } from './config';
+
+void runServiceProcess({
+  service: 'webhooks',
+  title: 'Webhooks service',
+  loadConfig,
+  compose: ({ store, bus, log, config }) =>
+    composeWebhooks({
+      store,
+      bus,
+      log,
+      secretKey: config.secretKey,
+      resources: new HttpResourceReader({ urls: config.resources, signingSecret: config.signingSecret }),
+      options: config.webhooks,
+    }),
+  app: webhooksApp,
+});

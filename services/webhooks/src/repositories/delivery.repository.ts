@@ -1,0 +1,127 @@
+import type { DeliveryListQuery, DeliveryState } from '@estate/contracts/webhooks';
+import { decodeCursor } from '@estate/platform/pagination';
+import {
+  DuplicateKeyError,
+  keyset,
+  pageOf,
+  type DocumentCollection,
+  type DocumentStore,
+  type Update,
+} from '@estate/store';
+
+export const DELIVERIES_COLLECTION = 'webhook_deliveries';
+
+/**
+ * One event to one endpoint: a durable job. `nextAttemptAt` is both the schedule and the lease: a
+ * process claims a due delivery by moving it into the future with its own `lease` token, so another
+ * process takes it only if the claimer dies and the lease runs out.
+ */
+export interface DeliveryDoc {
+  id: string;
+  accountId: string;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  /** The resource the event is about (`listing:<id>`), to keep its deliveries to one endpoint in order. */
+  resource?: string;
+  /** The envelope exactly as sent (the signature covers these bytes). */
+  body: string;
+  state: DeliveryState;
+  attempts: number;
+  nextAttemptAt?: string;
+  lease?: string;
+  lastStatusCode?: number;
+  lastError?: string;
+  lastResponseTimeMs?: number;
+  lastAttemptAt?: string;
+  createdAt: string;
+}
+
+const ORDER = { field: 'createdAt', direction: -1 } as const;
+
+export const deliveryId = (webhookId: string, eventId: string): string => `${webhookId}.${eventId}`;
+
+export class DeliveryRepository {
+  private constructor(readonly collection: DocumentCollection<DeliveryDoc>) {}
+
+  static async open(store: DocumentStore): Promise<DeliveryRepository> {
+    return new DeliveryRepository(
+      await store.collection<DeliveryDoc>(DELIVERIES_COLLECTION, [
+        { fields: { state: 1, nextAttemptAt: 1 } },
+        { fields: { webhookId: 1, createdAt: -1 } },
+      ]),
+    );
+  }
+
+  /** Queues a delivery; false when it is queued already (an event seen twice). */
+  async enqueue(doc: DeliveryDoc): Promise<boolean> {
+    try {
+      await this.collection.insertOne(doc);
+      return true;
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+  }
+
+  /** Pending deliveries due by `now`, oldest first, leaving out endpoints that have no free slot. */
+  due(now: string, busyWebhookIds: string[], limit: number): Promise<DeliveryDoc[]> {
+    return this.collection.find(
+      {
+        state: 'pending',
+        nextAttemptAt: { $lte: now },
+        ...(busyWebhookIds.length > 0 ? { webhookId: { $nin: busyWebhookIds } } : {}),
+      },
+      { sort: { nextAttemptAt: 1 }, limit },
+    );
+  }
+
+  /** Takes a due delivery for this process: null when another process took it first. */
+  claim(doc: DeliveryDoc, lease: string, leaseUntil: string): Promise<DeliveryDoc | null> {
+    return this.collection.updateOne(
+      { id: doc.id, state: 'pending', nextAttemptAt: doc.nextAttemptAt },
+      { $set: { nextAttemptAt: leaseUntil, lease } },
+    );
+  }
+
+  /** Records an attempt, if this process still holds the delivery. */
+  finish(id: string, lease: string, update: Update): Promise<DeliveryDoc | null> {
+    return this.collection.updateOne({ id, lease }, update);
+  }
+
+  get(accountId: string, webhookId: string, id: string): Promise<DeliveryDoc | null> {
+    return this.collection.findOne({ id, accountId, webhookId });
+  }
+
+  async list(
+    accountId: string,
+    webhookId: string,
+    query: DeliveryListQuery,
+  ): Promise<{ items: DeliveryDoc[]; nextCursor: string | null; total: number }> {
+    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor));
+    const scope = { accountId, webhookId, ...(query.state ? { state: { $in: query.state } } : {}) };
+    const filter = after ? { $and: [scope, after] } : scope;
+    const [fetched, total] = await Promise.all([
+      this.collection.find(filter, { sort, limit: query.limit + 1 }),
+      this.collection.count(scope),
+    ]);
+    return { ...pageOf(fetched, query.limit, ORDER), total };
+  }
+
+  /** Makes a delivery due now again (a manual retry), whatever its state. */
+  requeue(accountId: string, webhookId: string, id: string, now: string): Promise<DeliveryDoc | null> {
+    return this.collection.updateOne(
+      { id, accountId, webhookId },
+      { $set: { state: 'pending', nextAttemptAt: now }, $unset: { lease: true } },
+    );
+  }
+
+  removeForWebhook(webhookId: string): Promise<number> {
+    return this.collection.deleteMany({ webhookId });
+  }
+
+  /** Drops finished deliveries created before `before` (the log is kept as long as the feed). */
+  purge(before: string): Promise<number> {
+    return this.collection.deleteMany({ state: { $in: ['succeeded', 'failed'] }, createdAt: { $lt: before } });
+  }
+}

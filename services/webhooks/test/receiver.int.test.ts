@@ -1,0 +1,22 @@
+import { checkedLookup, TargetRefused } from '../src/clients/receiver.client';
+
+const lookup = (allowPrivate: boolean, host: string, all: boolean) =>
+  new Promise<{ err: Error | null; address: unknown }>((resolve) =>
+    checkedLookup(allowPrivate)(host, { all }, (err, address) => resolve({ err, address })),
+  );
+
+describe('the target check at connection time', () => {
+  it('refuses a name that resolves to a loopback address, also when asked for every address', async () => {
+    for (const all of [false, true]) {
+      const { err } = await lookup(false, 'localhost', all);
+      expect(err).toBeInstanceOf(TargetRefused);
+      expect(err!.message).toMatch(/private, loopback or link-local/);
+    }
+  });
+
+  it('hands the checked address to the connection when private targets are allowed', async () => {
+    expect((await lookup(true, 'localhost', false)).address).toMatch(/^(127\.0\.0\.1|::1)$/);
+    const all = (await lookup(true, 'localhost', true)).address as { address: string }[];
+    expect(all.map((a) => a.address)).toEqual(expect.arrayContaining([expect.stringMatching(/^(127\.0\.0\.1|::1)$/)]));
+  });
+});
