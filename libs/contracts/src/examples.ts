@@ -103,4 +103,10 @@ export const examples = {
   },
   apiKeyCreate: { name: 'Website lead form', role: 'integration' },
   accountCreate: { name: 'Hill Country Realty' },
+  webhookCreate: {
+    url: 'https://crm.example.com/hooks/estate',
+    events: ['lead.created', 'lead.assigned'],
+    description: 'CRM sync',
+  },
+  webhookPatch: { enabled: false },
 } as const;

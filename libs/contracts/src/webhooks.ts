@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { examples } from './examples';
 import { isoDateTime, commaList, page, pageQuery, single } from './common';
 
 /** Most webhook endpoints an account may register. */
@@ -72,7 +73,7 @@ export const webhookCreate = z
     description: z.string().trim().max(500).optional(),
     enabled: z.boolean().default(true),
   })
-  .meta({ id: 'WebhookCreate', example: { url: 'https://crm.example.com/hooks/estate', events: ['lead.assigned'] } });
+  .meta({ id: 'WebhookCreate', examples: [examples.webhookCreate] });
 export type WebhookCreate = z.infer<typeof webhookCreate>;
 
 /** JSON merge patch of an endpoint; re-enabling a disabled endpoint clears its failure record. */
@@ -83,7 +84,7 @@ export const webhookPatch = z
     description: z.string().trim().max(500).nullable().optional(),
     enabled: z.boolean().optional(),
   })
-  .meta({ id: 'WebhookPatch' });
+  .meta({ id: 'WebhookPatch', examples: [examples.webhookPatch] });
 export type WebhookPatch = z.infer<typeof webhookPatch>;
 
 export const webhook = z

@@ -1,6 +1,6 @@
 import { problem } from '@estate/contracts/errors';
 import { eventFeedPage, eventFeedQuery } from '@estate/contracts/webhooks';
-import { callerOf } from '@estate/platform/auth';
+import { allowRoles, callerOf } from '@estate/platform/auth';
 import { typed } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { FeedService } from '../feed.service';
@@ -11,8 +11,10 @@ export async function eventRoutes(app: FastifyInstance, { feed }: { feed: FeedSe
   typed(app).get(
     '/v1/events',
     {
+      preValidation: allowRoles(['admin', 'integration'], 'read the change feed'),
       schema: {
         tags: ['events'],
+        operationId: 'listEvents',
         summary: "The account's change feed, oldest first, deletions included, kept 30 days",
         description:
           'Poll with the `nextCursor` of the previous page (never null); an empty page means up to date. Admin and integration keys.',

@@ -12,7 +12,7 @@ import {
   webhookPatch,
   webhookWithSecret,
 } from '@estate/contracts/webhooks';
-import { callerOf } from '@estate/platform/auth';
+import { allowRoles, callerOf } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
 import type { DeliveriesService } from '../deliveries.service';
@@ -30,8 +30,10 @@ export async function webhookRoutes(
   r.post(
     '/v1/webhooks',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'createWebhook',
         summary: 'Register a webhook endpoint (its signing secret is shown only in this answer)',
         body: webhookCreate,
         response: { 201: webhookWithSecret, ...errors },
@@ -51,8 +53,10 @@ export async function webhookRoutes(
   r.get(
     '/v1/webhooks',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'listWebhooks',
         summary: 'List webhook endpoints',
         querystring: webhookListQuery,
         response: { 200: webhookPage, ...errors },
@@ -63,15 +67,26 @@ export async function webhookRoutes(
 
   r.get(
     '/v1/webhooks/:id',
-    { schema: { tags, summary: 'Get a webhook endpoint', params: idParams, response: { 200: webhook, ...errors } } },
+    {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
+      schema: {
+        tags,
+        operationId: 'getWebhook',
+        summary: 'Get a webhook endpoint',
+        params: idParams,
+        response: { 200: webhook, ...errors },
+      },
+    },
     async (request, reply) => withEtag(reply, await endpoints.get(callerOf(request), request.params.id)),
   );
 
   r.patch(
     '/v1/webhooks/:id',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'updateWebhook',
         summary:
           'Change a webhook endpoint (JSON merge patch; If-Match optional); enabling it clears its failure record',
         params: idParams,
@@ -89,8 +104,10 @@ export async function webhookRoutes(
   r.delete(
     '/v1/webhooks/:id',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'deleteWebhook',
         summary: 'Remove a webhook endpoint and its queued deliveries',
         params: idParams,
         response: { 200: deleted, ...errors },
@@ -102,8 +119,10 @@ export async function webhookRoutes(
   r.post(
     '/v1/webhooks/:id/rotate-secret',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'rotateWebhookSecret',
         summary: 'Replace the signing secret (the new one signs every later attempt; shown only in this answer)',
         params: idParams,
         response: { 200: webhookWithSecret, ...errors },
@@ -119,8 +138,10 @@ export async function webhookRoutes(
   r.post(
     '/v1/webhooks/:id/test',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'testWebhook',
         summary: 'Send a `webhook.test` event to this endpoint',
         params: idParams,
         response: { 202: delivery, ...errors },
@@ -132,8 +153,10 @@ export async function webhookRoutes(
   r.get(
     '/v1/webhooks/:id/deliveries',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'listWebhookDeliveries',
         summary: "An endpoint's deliveries, newest first",
         params: idParams,
         querystring: deliveryListQuery,
@@ -146,8 +169,10 @@ export async function webhookRoutes(
   r.post(
     '/v1/webhooks/:id/deliveries/:deliveryId/retry',
     {
+      preValidation: allowRoles(['admin'], 'manage webhooks'),
       schema: {
         tags,
+        operationId: 'retryWebhookDelivery',
         summary: 'Send a delivery again now',
         params: deliveryParams,
         response: { 202: delivery, ...errors },
