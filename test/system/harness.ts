@@ -168,8 +168,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
   try {
     for (const name of SERVICES) {
-      for (let i = 0; i < replicas[name]; i++)
-        processes.push(await startProcess(name, { ...common, MONGODB_DATABASE: database(name) }));
+      for (let i = 0; i < replicas[name]; i++) {
+        // Media asks listings about a listing whose event has not reached it yet.
+        const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
+        const env = listings.length > 0 ? { LISTINGS_URL: listings[i % listings.length].url } : {};
+        processes.push(await startProcess(name, { ...common, ...env, MONGODB_DATABASE: database(name) }));
+      }
     }
     const upstreamsFor = (gateway: number) =>
       Object.fromEntries(
