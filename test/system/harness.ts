@@ -34,6 +34,8 @@ export interface ClusterOptions {
   /** Which bootstrap keys the gateways get (default both). */
   keys?: { admin?: boolean; platform?: boolean };
   logLevel?: 'info' | 'warn';
+  /** More environment for every process (e.g. `RATE_LIMIT_PER_MINUTE` for a load test). */
+  env?: Record<string, string>;
 }
 
 export interface Cluster {
@@ -139,6 +141,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     LOG_LEVEL: options.logLevel ?? 'info',
     ELASTICSEARCH_URL,
     ELASTICSEARCH_INDEX: searchIndex(options.name, run),
+    ...options.env,
   };
   const processes: RunningService[] = [];
   const instances = (name: ProcessName) => processes.filter((s) => s.name === name);
