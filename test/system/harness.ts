@@ -174,7 +174,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       for (let i = 0; i < replicas[name]; i++) {
         // Media asks listings about a listing whose event has not reached it yet.
         const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
-        const env = listings.length > 0 ? { LISTINGS_URL: listings[i % listings.length].url } : {};
+        const env: Record<string, string> =
+          listings.length > 0 ? { LISTINGS_URL: listings[i % listings.length].url } : {};
         processes.push(await startProcess(name, { ...common, ...env, MONGODB_DATABASE: database(name) }));
       }
     }

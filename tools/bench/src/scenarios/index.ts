@@ -1,9 +1,10 @@
 import type { Scenario } from '../lib/scenario';
 import { bulk } from './bulk';
+import { distributed } from './distributed';
 import { leads } from './leads';
 import { listingsGet } from './listings-get';
 import { media } from './media';
 import { search } from './search';
 
 /** Every scenario, in the order a plain `npm run bench` runs them. */
-export const scenarios: readonly Scenario[] = [listingsGet, search, media, bulk, leads];
+export const scenarios: readonly Scenario[] = [listingsGet, search, media, bulk, leads, distributed];
