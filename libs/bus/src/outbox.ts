@@ -3,6 +3,7 @@ import type { EventPayload, Subject } from '@estate/contracts/events';
 import type { DocumentCollection, StoredDoc, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
+import { KeyedScheduler } from './keyed-scheduler';
 
 /**
  * Transactional outbox without multi-document transactions (FerretDB and NeDB have none):
@@ -58,6 +59,8 @@ export function withoutOutbox<T extends OutboxDoc>(doc: T): Omit<T, '_outbox' | 
 }
 
 const SWEEP_LIMIT = 200;
+/** Documents relayed at once by a sweep: a publish and a store write each, mostly waiting on round trips. */
+const RELAY_CONCURRENCY = 16;
 
 export class OutboxRelay {
   private readonly collections: { name: string; col: DocumentCollection<OutboxDoc> }[] = [];
@@ -135,7 +138,13 @@ export class OutboxRelay {
     for (const { name, col } of this.collections) {
       for (;;) {
         const docs = await col.find({ _outboxPending: true }, { limit: SWEEP_LIMIT });
-        for (const doc of docs) await this.relay(name, col, doc);
+        // Each document's events stay in order; documents are independent of each other.
+        const relaying = new KeyedScheduler(RELAY_CONCURRENCY);
+        const outcomes = await Promise.allSettled(
+          docs.map((doc) => relaying.run(doc.id, () => this.relay(name, col, doc))),
+        );
+        const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+        if (failed) throw failed.reason;
         if (docs.length < SWEEP_LIMIT) break;
       }
     }
