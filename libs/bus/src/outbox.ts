@@ -134,9 +134,11 @@ export class OutboxRelay {
     } while (this.again && !this.stopped);
   }
 
+  /** Takes up to SWEEP_LIMIT pending documents from each collection in turn, so a backlog in one never holds up another. */
   private async sweep(): Promise<void> {
-    for (const { name, col } of this.collections) {
-      for (;;) {
+    for (let more = true; more;) {
+      more = false;
+      for (const { name, col } of this.collections) {
         const docs = await col.find({ _outboxPending: true }, { limit: SWEEP_LIMIT });
         // Each document's events stay in order; documents are independent of each other.
         const relaying = new KeyedScheduler(RELAY_CONCURRENCY);
@@ -145,7 +147,7 @@ export class OutboxRelay {
         );
         const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
         if (failed) throw failed.reason;
-        if (docs.length < SWEEP_LIMIT) break;
+        if (docs.length === SWEEP_LIMIT) more = true;
       }
     }
   }

@@ -34,7 +34,8 @@ export class ListingsClient implements ListingLookup {
           ...(requestId ? { 'x-request-id': requestId } : {}),
           ...signIdentity(who, this.options.signingSecret, 'GET', path),
         },
-        signal: AbortSignal.timeout(this.options.timeoutMs ?? 2000),
+        // A listings service slow under load still answers: better late than a refused upload.
+        signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
       });
     } catch (err) {
       throw new AppError('service_unavailable', 'The listings service did not answer; retry shortly', { cause: err });
