@@ -31,10 +31,11 @@ const DEFAULT_MAX_DELIVER = 8;
 
 /**
  * In-process bus for the embedded profile. Each durable group gets every message once, in
- * publish order (per entity when the group handles several at once), handed to one of its members in turn. For event streams `publish` resolves only
- * after every group has handled the message, so an outbox that clears its entries after a
- * publish never drops an event on a crash. Work-queue subjects resolve on enqueue (their jobs
- * are recorded in the store and resumed at start).
+ * publish order (per entity when the group handles several at once), handed to one of its
+ * members in turn. For event streams `publish` resolves only after every group has handled the
+ * message, so an outbox that clears its entries after a publish never drops an event on a crash.
+ * Work-queue subjects resolve on enqueue (their jobs are recorded in the store and resumed at
+ * start).
  */
 export class MemoryBus implements Bus {
   readonly kind = 'memory' as const;
@@ -63,8 +64,7 @@ export class MemoryBus implements Bus {
         requestId: options.requestId,
         deliveryCount: 1,
       } as BusMessage<Subject>;
-      const delivering = group;
-      deliveries.push(group.scheduler.run(group.keyOf(message), () => this.deliver(durable, delivering, message)));
+      deliveries.push(group.scheduler.run(group.keyOf(message), () => this.deliver(durable, group, message)));
     }
     const all = Promise.all(deliveries).then(() => undefined);
     this.track(all);
