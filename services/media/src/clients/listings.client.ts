@@ -38,7 +38,10 @@ export class ListingsClient implements ListingLookup {
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
       });
     } catch (err) {
-      throw new AppError('service_unavailable', 'The listings service did not answer; retry shortly', { cause: err });
+      // The cause in one line: a timeout's DOMException would otherwise fill the log.
+      throw new AppError('service_unavailable', 'The listings service did not answer; retry shortly', {
+        cause: `${(err as Error).name}: ${(err as Error).message}`,
+      });
     }
     const body: unknown = await res.json().catch(() => undefined);
     if (res.ok) {
