@@ -32,7 +32,8 @@ const SERVICES = ['listings', 'media', 'leads'] as const;
 /** Linux clock ticks per second (USER_HZ), what /proc/<pid>/stat counts CPU in. */
 const TICKS_PER_SECOND = 100;
 
-async function freePort(): Promise<number> {
+/** A port free on 127.0.0.1 right now. */
+export async function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const srv = createServer();
     srv.listen(0, '127.0.0.1', () => {
