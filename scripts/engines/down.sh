@@ -40,9 +40,9 @@ pid_matches() {
 	[ -n "$1" ] && [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q -- "$2"
 }
 
-# stop NAME PIDFILE PATTERN
+# stop NAME PIDFILE PATTERN [SIGNAL]
 stop() {
-	local name="$1" pidfile="$2" pattern="$3" pid waited=0
+	local name="$1" pidfile="$2" pattern="$3" signal="${4:-TERM}" pid waited=0
 	if [ ! -s "$pidfile" ]; then
 		log "$name: no pid file ($pidfile), nothing to stop"
 		return 0
@@ -54,7 +54,7 @@ stop() {
 		return 0
 	fi
 	log "$name: stopping pid $pid"
-	kill -TERM "$pid" 2>/dev/null || true
+	kill -"$signal" "$pid" 2>/dev/null || true
 	while pid_matches "$pid" "$pattern"; do
 		if [ "$waited" -ge $((STOP_TIMEOUT * 10)) ]; then
 			log "$name: still running after ${STOP_TIMEOUT}s, sending SIGKILL"
@@ -82,7 +82,11 @@ if [ "$want_es" = 1 ]; then
 	rm -f "$RUN_DIR/es/es.pid"
 	stop elasticsearch-launcher "$RUN_DIR/pids/elasticsearch-launcher.pid" elasticsearch >/dev/null 2>&1 || true
 fi
-[ "$want_mongo" = 1 ] && stop ferretdb "$RUN_DIR/pids/ferretdb.pid" ferretdb
+if [ "$want_mongo" = 1 ]; then
+	stop ferretdb "$RUN_DIR/pids/ferretdb.pid" ferretdb
+	# SIGINT is PostgreSQL's fast shutdown (SIGTERM would wait for every client to leave).
+	stop postgresql "$RUN_DIR/pids/postgresql.pid" postgres INT
+fi
 [ "$want_nats" = 1 ] && stop nats "$RUN_DIR/pids/nats.pid" nats-server
 
 if [ "$clean" = 1 ]; then

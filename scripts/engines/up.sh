@@ -2,7 +2,8 @@
 # Install (if missing) and start the local engines used by the estate services:
 #
 #   nats   NATS server 2.9 with JetStream          (Debian package nats-server)
-#   mongo  FerretDB v1.24.2 on SQLite, MongoDB wire (built from tools/ferretdb)
+#   mongo  FerretDB v1.24.2, MongoDB wire (built from tools/ferretdb), on
+#          PostgreSQL 15 (Debian package; FERRETDB_BACKEND=sqlite for SQLite)
 #   es     Elasticsearch 8.19 integ-test build      (zip from Maven Central)
 #
 # Usage:  eval "$(scripts/engines/up.sh [nats] [mongo] [es])"     (default: all)
@@ -24,15 +25,20 @@ MONGO_PORT="${MONGO_PORT:-27017}"
 ES_PORT="${ES_PORT:-9200}"
 ES_TRANSPORT_PORT="${ES_TRANSPORT_PORT:-9300-9400}"
 MONGO_DB="${MONGO_DB:-estate}"
+PG_PORT="${PG_PORT:-5432}"
+FERRETDB_BACKEND="${FERRETDB_BACKEND:-postgresql}"
 
 FERRETDB_VERSION="v1.24.2" # must match tools/ferretdb/go.mod
 ES_VERSION="${ES_VERSION:-8.19.21}"
 ES_USER="${ES_USER:-estate-es}"
 ES_JAVA_OPTS="${ES_JAVA_OPTS:--Xms512m -Xmx512m}"
 FERRETDB_LOG_LEVEL="${FERRETDB_LOG_LEVEL:-warn}"
+PG_VERSION=15 # Debian bookworm's PostgreSQL
+PG_USER="${PG_USER:-postgres}"
 
 NATS_TIMEOUT="${NATS_TIMEOUT:-30}"
 MONGO_TIMEOUT="${MONGO_TIMEOUT:-60}"
+PG_TIMEOUT="${PG_TIMEOUT:-60}"
 ES_TIMEOUT="${ES_TIMEOUT:-180}"
 
 RUN_DIR="${ENGINES_RUN_DIR:-/tmp/estate-engines}"
@@ -183,45 +189,133 @@ nats_wait() {
 	log "nats: ready on $HOST:$NATS_PORT"
 }
 
+# ---------------------------------------------------------------- PostgreSQL (FerretDB's backend)
+PG_BIN="/usr/lib/postgresql/$PG_VERSION/bin"
+PG_RUN="$RUN_DIR/postgresql"
+PG_DB=ferretdb
+PG_URL="postgres://$PG_USER@$HOST:$PG_PORT/$PG_DB"
+
+pg_has_db() { # the ferretdb database exists
+	[ "$("$PG_BIN/psql" -h "$HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -Atc \
+		"select 1 from pg_database where datname = '$PG_DB'" 2>/dev/null)" = 1 ]
+}
+
+pg_start() {
+	if tcp_open "$PG_PORT"; then
+		log "pg: something already answers on $HOST:$PG_PORT, leaving it (database $PG_DB must exist)"
+		return
+	fi
+	[ -x "$PG_BIN/postgres" ] || apt_install "postgresql-$PG_VERSION"
+	id "$PG_USER" >/dev/null 2>&1 || die "pg: user $PG_USER does not exist (the postgresql package creates postgres)"
+	mkdir -p "$PG_RUN"
+	chown "$PG_USER" "$PG_RUN"
+	if [ ! -s "$PG_RUN/data/PG_VERSION" ]; then
+		log "pg: initdb in $PG_RUN/data"
+		# Trust on loopback only: a throw-away engine for development and tests.
+		runuser -u "$PG_USER" -- "$PG_BIN/initdb" -D "$PG_RUN/data" -U "$PG_USER" --auth=trust \
+			--encoding=UTF8 --locale=C.UTF-8 >"$RUN_DIR/logs/postgresql-initdb.log" 2>&1 ||
+			fail_with_log "pg: initdb failed" "$RUN_DIR/logs/postgresql-initdb.log"
+	fi
+	log "pg: starting PostgreSQL $PG_VERSION on $HOST:$PG_PORT (data in $PG_RUN/data)"
+	# fsync off: a crash of this process loses nothing (the OS has the writes); only a machine crash would.
+	spawn "$RUN_DIR/logs/postgresql.log" "$RUN_DIR/pids/postgresql.pid" \
+		runuser -u "$PG_USER" -- "$PG_BIN/postgres" -D "$PG_RUN/data" -h "$HOST" -p "$PG_PORT" \
+		-k "$PG_RUN" -c fsync=off -c max_connections=200 -c shared_buffers=256MB
+	pg_started=1
+}
+
+pg_wait() {
+	local deadline=$((SECONDS + PG_TIMEOUT))
+	until "$PG_BIN/pg_isready" -q -h "$HOST" -p "$PG_PORT" -t 2 2>/dev/null; do
+		if [ "${pg_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/postgresql.pid" postgres; then
+			fail_with_log "pg: PostgreSQL exited during start-up" "$RUN_DIR/logs/postgresql.log"
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || fail_with_log "pg: not answering after ${PG_TIMEOUT}s" "$RUN_DIR/logs/postgresql.log"
+		sleep 0.3
+	done
+	if ! pg_has_db; then
+		log "pg: creating database $PG_DB"
+		"$PG_BIN/createdb" -h "$HOST" -p "$PG_PORT" -U "$PG_USER" "$PG_DB" 2>&1 | grep -v 'already exists' >&2 || true
+	fi
+	pg_has_db || fail_with_log "pg: database $PG_DB not reachable" "$RUN_DIR/logs/postgresql.log"
+	if [ "${pg_started:-0}" = 1 ] && [ -s "$PG_RUN/data/postmaster.pid" ]; then
+		# The server's own pid (not runuser's), so that down.sh signals PostgreSQL itself.
+		head -n 1 "$PG_RUN/data/postmaster.pid" >"$RUN_DIR/pids/postgresql.pid"
+	fi
+	log "pg: ready on $HOST:$PG_PORT"
+}
+
 # ---------------------------------------------------------------- FerretDB
 FERRETDB_SRC="$REPO_ROOT/tools/ferretdb"
-FERRETDB_DIR="$CACHE_DIR/ferretdb-$FERRETDB_VERSION"
-FERRETDB_BIN="$FERRETDB_DIR/ferretdb"
 
 ferretdb_src_hash() {
 	cat "$FERRETDB_SRC/go.mod" "$FERRETDB_SRC/go.sum" "$FERRETDB_SRC"/*.go | sha256sum | cut -c1-16
 }
 
+# One binary per source hash: checkouts of different versions never rebuild each other's binary.
+FERRETDB_DIR="$CACHE_DIR/ferretdb-$FERRETDB_VERSION-$(ferretdb_src_hash)"
+FERRETDB_BIN="$FERRETDB_DIR/ferretdb"
+
 ferretdb_build() {
-	local hash
 	[ -f "$FERRETDB_SRC/go.mod" ] || die "mongo: $FERRETDB_SRC/go.mod not found"
 	grep -q "github.com/FerretDB/FerretDB $FERRETDB_VERSION" "$FERRETDB_SRC/go.mod" ||
 		die "mongo: tools/ferretdb/go.mod does not require FerretDB $FERRETDB_VERSION; update FERRETDB_VERSION in up.sh"
-	hash="$(ferretdb_src_hash)"
-	if [ -x "$FERRETDB_BIN" ] && [ "$(cat "$FERRETDB_DIR/.src-hash" 2>/dev/null)" = "$hash" ]; then
-		return
-	fi
+	[ -x "$FERRETDB_BIN" ] && return
 	command -v go >/dev/null 2>&1 || die "mongo: Go toolchain not found (needed to build tools/ferretdb)"
 	log "mongo: building FerretDB $FERRETDB_VERSION ($(go version | cut -d' ' -f3)) into $FERRETDB_BIN (first time takes ~1.5 min)"
 	mkdir -p "$FERRETDB_DIR"
 	local t0=$SECONDS
-	(cd "$FERRETDB_SRC" && go build -buildvcs=false -trimpath -o "$FERRETDB_BIN.tmp" .) >&2 ||
+	(cd "$FERRETDB_SRC" && go build -buildvcs=false -trimpath -o "$FERRETDB_BIN.tmp.$$" .) >&2 ||
 		die "mongo: go build of tools/ferretdb failed"
-	mv -f "$FERRETDB_BIN.tmp" "$FERRETDB_BIN"
-	echo "$hash" >"$FERRETDB_DIR/.src-hash"
+	mv -f "$FERRETDB_BIN.tmp.$$" "$FERRETDB_BIN"
 	log "mongo: built in $((SECONDS - t0))s"
 }
 
+# ferretdb_backend_of PIDFILE -> the backend the FerretDB we started runs (postgresql or sqlite)
+ferretdb_backend_of() {
+	local cmd
+	cmd="$(tr '\0' ' ' <"/proc/$(cat "$1")/cmdline" 2>/dev/null)" || return 1
+	case "$cmd" in
+	*"-handler postgresql"*) echo postgresql ;;
+	*) echo sqlite ;; # older builds knew only SQLite
+	esac
+}
+
 mongo_start() {
+	local pidfile="$RUN_DIR/pids/ferretdb.pid" running pid
+	if tcp_open "$MONGO_PORT" && pid_alive "$pidfile" ferretdb &&
+		running="$(ferretdb_backend_of "$pidfile")" && [ "$running" != "$FERRETDB_BACKEND" ] &&
+		[ "${FERRETDB_KEEP_RUNNING:-0}" != 1 ]; then
+		# Ours (this run dir started it) but on another backend: tests would not run on the engine asked for.
+		pid="$(cat "$pidfile")"
+		log "mongo: the FerretDB this run dir started (pid $pid) runs on $running, not $FERRETDB_BACKEND; restarting it (FERRETDB_KEEP_RUNNING=1 keeps it)"
+		kill -TERM "$pid" 2>/dev/null || true
+		local deadline=$((SECONDS + 30))
+		while tcp_open "$MONGO_PORT" && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.2; done
+		tcp_open "$MONGO_PORT" && die "mongo: FerretDB (pid $pid) did not stop within 30 s"
+	fi
 	if tcp_open "$MONGO_PORT"; then
 		log "mongo: something already answers on $HOST:$MONGO_PORT, leaving it"
 		return
 	fi
 	ferretdb_build
-	mkdir -p "$RUN_DIR/ferretdb"
-	log "mongo: starting FerretDB $FERRETDB_VERSION (SQLite in $RUN_DIR/ferretdb) on $HOST:$MONGO_PORT"
+	local -a backend
+	case "$FERRETDB_BACKEND" in
+	postgresql)
+		pg_start
+		pg_wait
+		backend=(-handler postgresql -postgresql-url "$PG_URL")
+		log "mongo: starting FerretDB $FERRETDB_VERSION (PostgreSQL on $HOST:$PG_PORT) on $HOST:$MONGO_PORT"
+		;;
+	sqlite)
+		mkdir -p "$RUN_DIR/ferretdb"
+		backend=(-handler sqlite -sqlite-dir "$RUN_DIR/ferretdb")
+		log "mongo: starting FerretDB $FERRETDB_VERSION (SQLite in $RUN_DIR/ferretdb) on $HOST:$MONGO_PORT"
+		;;
+	*) die "mongo: unknown FERRETDB_BACKEND '$FERRETDB_BACKEND' (expected postgresql or sqlite)" ;;
+	esac
 	spawn "$RUN_DIR/logs/ferretdb.log" "$RUN_DIR/pids/ferretdb.pid" \
-		"$FERRETDB_BIN" -listen "$HOST:$MONGO_PORT" -sqlite-dir "$RUN_DIR/ferretdb" -log-level "$FERRETDB_LOG_LEVEL"
+		"$FERRETDB_BIN" -listen "$HOST:$MONGO_PORT" "${backend[@]}" -log-level "$FERRETDB_LOG_LEVEL"
 	mongo_started=1
 }
 

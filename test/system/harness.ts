@@ -36,6 +36,8 @@ export interface ClusterOptions {
   logLevel?: 'info' | 'warn';
   /** More environment for every process (e.g. `RATE_LIMIT_PER_MINUTE` for a load test). */
   env?: Record<string, string>;
+  /** Called as each process is spawned, before it is ready (a fault test watches one start). */
+  onStarted?: (service: RunningService) => void;
 }
 
 export interface Cluster {
@@ -177,6 +179,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         const env: Record<string, string> =
           listings.length > 0 ? { LISTINGS_URL: listings[i % listings.length].url } : {};
         processes.push(await startProcess(name, { ...common, ...env, MONGODB_DATABASE: database(name) }));
+        options.onStarted?.(processes[processes.length - 1]);
       }
     }
     const upstreamsFor = (gateway: number) =>

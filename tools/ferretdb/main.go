@@ -1,5 +1,5 @@
 // Command ferretdb runs an embedded FerretDB v1 (MongoDB wire protocol) server
-// backed by SQLite, for local development and tests.
+// backed by PostgreSQL (default) or SQLite, for local development and tests.
 //
 // It exists because `go install github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2`
 // produces a binary that panics at start-up: the command reads the generated
@@ -16,12 +16,17 @@
 // under parallel load). By default (-serialize-writes=true) this program puts a
 // tiny MongoDB wire-protocol relay in front of FerretDB: FerretDB listens on a
 // private Unix socket and the relay forwards every message unchanged, holding one
-// global mutex while an insert/update/delete/findAndModify command is executed.
+// lock per collection while an insert/update/delete/findAndModify command on it is executed.
 // Reads are not serialised. See docs/engines.md.
+//
+// The PostgreSQL backend pushes query filters down to PostgreSQL (lookups by _id
+// use its primary key); the SQLite backend scans whole collections. Both lose
+// updates without the relay, so the relay is on for both. See docs/engines.md.
 //
 // Usage:
 //
-//	ferretdb -listen 127.0.0.1:27017 -sqlite-dir /tmp/estate-engines/ferretdb
+//	ferretdb -listen 127.0.0.1:27017 -postgresql-url postgres://127.0.0.1:5433/ferretdb
+//	ferretdb -listen 127.0.0.1:27017 -handler sqlite -sqlite-dir /tmp/estate-engines/ferretdb
 package main
 
 import (
@@ -51,7 +56,10 @@ const ferretdbModule = "github.com/FerretDB/FerretDB"
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:27017", "TCP address to listen on (host:port)")
-	sqliteDir := flag.String("sqlite-dir", "data", "directory holding the SQLite database files (one file per database)")
+	handler := flag.String("handler", "postgresql", "backend: postgresql or sqlite")
+	postgresqlURL := flag.String("postgresql-url", "postgres://127.0.0.1:5432/ferretdb",
+		"PostgreSQL connection URL (postgresql handler)")
+	sqliteDir := flag.String("sqlite-dir", "data", "directory holding the SQLite database files (sqlite handler)")
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn or error")
 	serialize := flag.Bool("serialize-writes", true,
 		"serialise insert/update/delete/findAndModify commands through one lock (avoids lost updates)")
@@ -66,25 +74,53 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 
-	if err := run(logger, *listen, *sqliteDir, *serialize); err != nil {
+	var backend backendConfig
+	switch *handler {
+	case "postgresql":
+		backend = backendConfig{handler: "postgresql", postgresqlURL: *postgresqlURL}
+	case "sqlite":
+		dir, err := filepath.Abs(*sqliteDir)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ferretdb: invalid -sqlite-dir %q: %v\n", *sqliteDir, err)
+			os.Exit(2)
+		}
+		// FerretDB expects a SQLite URI naming an existing directory, ending with a slash.
+		backend = backendConfig{handler: "sqlite", sqliteURL: (&url.URL{Scheme: "file", Opaque: filepath.ToSlash(dir) + "/"}).String()}
+	default:
+		fmt.Fprintf(os.Stderr, "ferretdb: invalid -handler %q (expected postgresql or sqlite)\n", *handler)
+		os.Exit(2)
+	}
+
+	if err := run(logger, *listen, backend, *serialize); err != nil {
 		logger.Error("ferretdb failed", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger, listen, sqliteDir string, serialize bool) error {
-	dir, err := filepath.Abs(sqliteDir)
-	if err != nil {
-		return fmt.Errorf("invalid -sqlite-dir: %w", err)
+// backendConfig names the storage FerretDB runs on.
+type backendConfig struct {
+	handler       string
+	postgresqlURL string
+	sqliteURL     string
+}
+
+// describe is what the start-up log says about the backend (no credentials).
+func (b backendConfig) describe() string {
+	if b.handler == "sqlite" {
+		return b.sqliteURL
 	}
 
-	if err = os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create -sqlite-dir: %w", err)
+	if u, err := url.Parse(b.postgresqlURL); err == nil {
+		return u.Redacted()
 	}
 
-	// FerretDB expects a SQLite URI naming an existing directory, ending with a slash.
-	sqliteURL := (&url.URL{Scheme: "file", Opaque: filepath.ToSlash(dir) + "/"}).String()
+	return "postgresql"
+}
 
+func run(logger *slog.Logger, listen string, backend backendConfig, serialize bool) error {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, dep := range bi.Deps {
 			if dep.Path == ferretdbModule {
@@ -107,10 +143,11 @@ func run(logger *slog.Logger, listen, sqliteDir string, serialize bool) error {
 	}
 
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  listener,
-		Logger:    logger,
-		Handler:   "sqlite",
-		SQLiteURL: sqliteURL,
+		Listener:      listener,
+		Logger:        logger,
+		Handler:       backend.handler,
+		PostgreSQLURL: backend.postgresqlURL,
+		SQLiteURL:     backend.sqliteURL,
 	})
 	if err != nil {
 		return fmt.Errorf("cannot create FerretDB: %w", err)
@@ -123,7 +160,7 @@ func run(logger *slog.Logger, listen, sqliteDir string, serialize bool) error {
 	}()
 
 	if !serialize {
-		logger.Info("FerretDB started", "version", version.Get().Version, "listen", listen, "sqlite", sqliteURL, "pid", os.Getpid())
+		logger.Info("FerretDB started", "version", version.Get().Version, "listen", listen, "backend", backend.describe(), "pid", os.Getpid())
 		<-ctx.Done()
 
 		return <-done
@@ -143,8 +180,8 @@ func run(logger *slog.Logger, listen, sqliteDir string, serialize bool) error {
 	}
 
 	logger.Info("FerretDB started",
-		"version", version.Get().Version, "listen", listen, "sqlite", sqliteURL,
-		"backend", socket, "serialize_writes", true, "pid", os.Getpid(),
+		"version", version.Get().Version, "listen", listen, "backend", backend.describe(),
+		"socket", socket, "serialize_writes", true, "pid", os.Getpid(),
 	)
 
 	go func() {
@@ -168,7 +205,10 @@ type relay struct {
 	logger  *slog.Logger
 	backend string
 
-	writeMu sync.Mutex // held while a write command runs in FerretDB
+	// One lock per collection, held while a write command on it runs in FerretDB: writes to
+	// different collections go on in parallel, writes to one collection one at a time.
+	locksMu sync.Mutex
+	locks   map[string]*sync.Mutex
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
@@ -297,9 +337,10 @@ func (r *relay) handle(client net.Conn) {
 // roundTrip sends one request to FerretDB and reads its single response
 // (FerretDB v1 answers every request with exactly one message).
 func (r *relay) roundTrip(backend net.Conn, br *bufio.Reader, req []byte) ([]byte, error) {
-	if isWriteCommand(req) {
-		r.writeMu.Lock()
-		defer r.writeMu.Unlock()
+	if collection, ok := writeCommandTarget(req); ok {
+		mu := r.lockFor(collection)
+		mu.Lock()
+		defer mu.Unlock()
 	}
 
 	if _, err := backend.Write(req); err != nil {
@@ -331,11 +372,30 @@ func readMessage(rd *bufio.Reader) ([]byte, error) {
 	return msg, nil
 }
 
-// isWriteCommand reports whether msg is an OP_MSG whose command (the first key
-// of its body section) is one of writeCommands.
-func isWriteCommand(msg []byte) bool {
+// lockFor returns the write lock of a collection (created on first use; collections are few).
+func (r *relay) lockFor(collection string) *sync.Mutex {
+	r.locksMu.Lock()
+	defer r.locksMu.Unlock()
+
+	if r.locks == nil {
+		r.locks = map[string]*sync.Mutex{}
+	}
+
+	mu, ok := r.locks[collection]
+	if !ok {
+		mu = &sync.Mutex{}
+		r.locks[collection] = mu
+	}
+
+	return mu
+}
+
+// writeCommandTarget reports whether msg is an OP_MSG whose command (the first key
+// of its body section) is one of writeCommands, and the collection it names (the command's
+// string value; "" when it is not a string, which then shares one lock).
+func writeCommandTarget(msg []byte) (string, bool) {
 	if len(msg) < msgHeaderLen+4 || binary.LittleEndian.Uint32(msg[12:16]) != opCodeMsg {
-		return false
+		return "", false
 	}
 
 	flags := binary.LittleEndian.Uint32(msg[16:20])
@@ -350,34 +410,54 @@ func isWriteCommand(msg []byte) bool {
 		pos++
 
 		if pos+4 > end {
-			return false
+			return "", false
 		}
 
 		size := int(int32(binary.LittleEndian.Uint32(msg[pos : pos+4])))
 		if size < 5 || pos+size > end {
-			return false
+			return "", false
 		}
 
 		if kind == 0 {
 			// BSON document: int32 size, then elements: type byte, cstring key, value.
 			doc := msg[pos : pos+size]
 			if doc[4] == 0 {
-				return false
+				return "", false
 			}
 
 			key := doc[5:]
 			for i, b := range key {
 				if b == 0 {
-					return writeCommands[string(key[:i])]
+					if !writeCommands[string(key[:i])] {
+						return "", false
+					}
+
+					return bsonString(doc[4], key[i+1:]), true
 				}
 			}
 
-			return false
+			return "", false
 		}
 
 		// kind 1: document sequence (int32 size includes itself); skip it.
 		pos += size
 	}
 
-	return false
+	return "", false
+}
+
+// bsonString decodes a BSON string element's value (int32 length including the final NUL, then
+// the bytes); "" for any other type or a malformed value.
+func bsonString(typ byte, value []byte) string {
+	const bsonTypeString = 0x02
+	if typ != bsonTypeString || len(value) < 5 {
+		return ""
+	}
+
+	n := int(int32(binary.LittleEndian.Uint32(value[0:4])))
+	if n < 1 || 4+n > len(value) {
+		return ""
+	}
+
+	return string(value[4 : 4+n-1])
 }

@@ -14,12 +14,15 @@ function cli(dataDir: string, ...args: string[]) {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir },
     encoding: 'utf8',
-    timeout: 30_000,
+    timeout: 120_000,
   });
   return { code: res.status, out: res.stdout, err: res.stderr };
 }
 
 const secretIn = (text: string) => /secret \(shown once\): (ek_\S+)/.exec(text)?.[1];
+
+// Each command is a fresh Node process: on a busy machine a few of them take longer than the default limit.
+jest.setTimeout(180_000);
 
 describe('CLI (offline, on the data folder)', () => {
   let dir: string;

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FsBlobStore } from '@estate/blobs/fs.blob-store';
 import { MemoryBus } from '@estate/bus/memory.bus';
@@ -7,6 +9,7 @@ import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp } from '@estate/media';
 import { AppError } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
+import { useCursorSecrets } from '@estate/platform/pagination';
 import type { ListingIndex } from '@estate/search';
 import { SqliteListingIndex } from '@estate/search/sqlite-listing.index';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
@@ -37,6 +40,8 @@ export async function composeEmbedded(
   /** The listings search index; SQLite in the listings file unless given (the bench puts Elasticsearch behind the same edge). */
   options: { listingIndex?: ListingIndex } = {},
 ): Promise<EmbeddedProduct> {
+  // Cursors stay valid across restarts: the secret that signs them lives in the data folder.
+  useCursorSecrets([cursorSecret(config.dataDir)]);
   const bus = new MemoryBus(log.child({ component: 'bus' }));
   const stores = {
     gateway: SqliteDocumentStore.open(storeFile(config.dataDir, 'gateway')),
@@ -44,8 +49,16 @@ export async function composeEmbedded(
     media: SqliteDocumentStore.open(storeFile(config.dataDir, 'media')),
     leads: SqliteDocumentStore.open(storeFile(config.dataDir, 'leads')),
   };
-  const listingIndex = options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database });
-  const listings = await composeListings({ store: stores.listings, bus, log, index: listingIndex });
+  const listingIndex =
+    options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
+  const listings = await composeListings({
+    store: stores.listings,
+    bus,
+    log,
+    index: listingIndex,
+    transaction: (fn) => stores.listings.transaction(fn),
+    indexInStore: listingIndex instanceof SqliteListingIndex,
+  });
   const media = await composeMedia({
     store: stores.media,
     bus,
@@ -62,8 +75,14 @@ export async function composeEmbedded(
       },
     },
     log,
+    transaction: (fn) => stores.media.transaction(fn),
   });
-  const leads = await composeLeads({ store: stores.leads, bus, log });
+  const leads = await composeLeads({
+    store: stores.leads,
+    bus,
+    log,
+    transaction: (fn) => stores.leads.transaction(fn),
+  });
   const gateway = await composeGateway({
     store: stores.gateway,
     bus,
@@ -111,6 +130,18 @@ export async function composeEmbedded(
       for (const s of Object.values(stores)) await s.close();
     },
   };
+}
+
+/** The data folder's cursor-signing secret, made on first use (readable by the owner only). */
+function cursorSecret(dataDir: string): string {
+  const file = join(dataDir, 'cursor-secret');
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return readFileSync(file, 'utf8').trim();
 }
 
 /** One SQLite file per service in the data folder. */

@@ -182,15 +182,25 @@ describe('embedded profile through the gateway edge', () => {
     expect((await call(ADMIN, { method: 'GET', url: '/v1/listings' })).json().total).toBe(1);
   });
 
-  it('keeps everything across a restart and does not mint new keys', async () => {
+  it('keeps everything across a restart and does not mint new keys; a page cursor still works', async () => {
     const created = (await call(ADMIN, { method: 'POST', url: '/v1/listings', payload: listingBody() })).json();
+    await call(ADMIN, {
+      method: 'POST',
+      url: '/v1/listings',
+      payload: listingBody({ externalId: 'second', source: 'test' }),
+    });
     const key = (
       await call(ADMIN, { method: 'POST', url: '/v1/api-keys', payload: { name: 'k', role: 'admin' } })
     ).json();
+    const { nextCursor } = (await call(ADMIN, { method: 'GET', url: '/v1/listings?limit=1' })).json();
+    expect(nextCursor).toEqual(expect.any(String));
     await product.close();
     product = await composeEmbedded(config(), log);
     expect(product.boot.generated).toEqual({});
     expect((await call(key.secret, { method: 'GET', url: `/v1/listings/${created.id}` })).json()).toEqual(created);
+    const next = await call(ADMIN, { method: 'GET', url: `/v1/listings?limit=1&cursor=${nextCursor}` });
+    expect(next.statusCode).toBe(200);
+    expect(next.json().items).toHaveLength(1);
   });
 
   it('generates the admin and platform keys on a first start without them, and they work', async () => {

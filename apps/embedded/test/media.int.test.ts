@@ -7,7 +7,7 @@ import { MemoryBus } from '@estate/bus/memory.bus';
 import { type BusMessage } from '@estate/bus';
 import { listingCreate } from '@estate/contracts/listings';
 import { composeListings } from '@estate/listings';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { eventually, identityFor, listingBody } from '@estate/testing';
 import type { InjectOptions } from 'fastify';
 import pino from 'pino';
@@ -135,7 +135,7 @@ describe('listings: media summary from media.media.changed is idempotent by medi
   it('applies a newer summary once, and ignores repeats and older revisions', async () => {
     const bus = new MemoryBus(log);
     const listings = await composeListings({
-      store: new NedbDocumentStore(),
+      store: SqliteDocumentStore.open(':memory:'),
       bus,
       log,
       index: new MemoryListingIndex(),

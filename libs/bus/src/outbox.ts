@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { EventPayload, Subject } from '@estate/contracts/events';
-import type { DocumentCollection, StoredDoc, Update } from '@estate/store';
+import { DependencyUnavailable } from '@estate/platform/errors';
+import type { DocumentCollection, StoredDoc, Transaction, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
 import { KeyedScheduler } from './keyed-scheduler';
 
+const causeOf = (err: DependencyUnavailable): string =>
+  err.extra.cause instanceof Error ? err.extra.cause.message : err.detail;
 /**
- * Transactional outbox without multi-document transactions (FerretDB and NeDB have none):
+ * Transactional outbox without multi-document transactions (FerretDB has none):
  * the event is written into the changed document itself, in the same single-document write,
  * and a relay publishes it afterwards and clears it. A crash between the write and the publish
  * leaves the entry in the document; the next sweep (at the latest on restart) publishes it.
@@ -69,7 +72,15 @@ export class OutboxRelay {
   private again = false;
   private stopped = false;
 
-  constructor(private readonly deps: { bus: Bus; log: Logger; intervalMs?: number }) {}
+  constructor(
+    private readonly deps: {
+      bus: Bus;
+      log: Logger;
+      intervalMs?: number;
+      /** The store's transaction, where it has one: a sweep then clears the entries it published in one commit. */
+      transaction?: Transaction;
+    },
+  ) {}
 
   /** Publishes the outbox entries of a collection's documents. */
   watch<T extends OutboxDoc>(name: string, col: DocumentCollection<T>): void {
@@ -128,7 +139,10 @@ export class OutboxRelay {
       try {
         await this.sweep();
       } catch (err) {
-        this.deps.log.error({ err }, 'outbox sweep failed; will retry');
+        // An engine away is expected and retried: one line, no stack, while it lasts.
+        if (err instanceof DependencyUnavailable)
+          this.deps.log.warn({ dependency: err.dependency, reason: causeOf(err) }, 'outbox sweep waits; will retry');
+        else this.deps.log.error({ err }, 'outbox sweep failed; will retry');
         return;
       }
     } while (this.again && !this.stopped);
@@ -140,23 +154,42 @@ export class OutboxRelay {
       more = false;
       for (const { name, col } of this.collections) {
         const docs = await col.find({ _outboxPending: true }, { limit: SWEEP_LIMIT });
-        // Each document's events stay in order; documents are independent of each other.
-        const relaying = new KeyedScheduler(RELAY_CONCURRENCY);
-        const outcomes = await Promise.allSettled(
-          docs.map((doc) => relaying.run(doc.id, () => this.relay(name, col, doc))),
-        );
-        const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-        if (failed) throw failed.reason;
+        if (this.deps.transaction) {
+          // Publish in order, then clear together: one commit rather than one per document.
+          for (const doc of docs) await this.publish(doc);
+          await this.deps.transaction(async () => {
+            for (const doc of docs) await this.settle(name, col, doc);
+          });
+        } else await this.relayAll(name, col, docs);
         if (docs.length === SWEEP_LIMIT) more = true;
       }
     }
   }
 
+  /** Several documents at once, each document's events in order: documents are independent of each other. */
+  private async relayAll(name: string, col: DocumentCollection<OutboxDoc>, docs: OutboxDoc[]): Promise<void> {
+    const relaying = new KeyedScheduler(RELAY_CONCURRENCY);
+    const outcomes = await Promise.allSettled(
+      docs.map((doc) => relaying.run(doc.id, () => this.relay(name, col, doc))),
+    );
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
   private async relay(name: string, col: DocumentCollection<OutboxDoc>, doc: OutboxDoc): Promise<void> {
-    const entries = doc._outbox ?? [];
-    for (const e of entries) {
+    await this.publish(doc);
+    await this.settle(name, col, doc);
+  }
+
+  private async publish(doc: OutboxDoc): Promise<void> {
+    for (const e of doc._outbox ?? []) {
       await this.deps.bus.publish(e.subject, e.payload as never, { msgId: e.eventId, requestId: e.requestId });
     }
+  }
+
+  /** Clears the published entries of `doc`, or removes its tombstone; what was added meanwhile stays for the next sweep. */
+  private async settle(name: string, col: DocumentCollection<OutboxDoc>, doc: OutboxDoc): Promise<void> {
+    const entries = doc._outbox ?? [];
     if (doc._deleted) {
       if (await col.deleteOne({ id: doc.id, version: doc.version, _outboxPending: true })) return;
     } else if (

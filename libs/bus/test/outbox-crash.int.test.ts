@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { buildSync } from 'esbuild';
 import { describeWithEngines, eventually } from '@estate/testing';
 import { MongoDocumentStore } from '@estate/store/mongo.document-store';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { type DocumentStore } from '@estate/store';
 import pino from 'pino';
 import type { Bus, BusMessage } from '../src/bus';
@@ -70,11 +70,12 @@ async function crashThenRecover(env: Record<string, string>, open: () => Promise
 }
 
 describe('outbox: an event survives a crash between the write and the publish', () => {
-  it('embedded: NeDB data folder + in-process bus', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'crash-nedb-'));
+  it('embedded: SQLite file + in-process bus', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crash-sqlite-'));
+    const file = join(dir, 'things.sqlite');
     try {
-      await crashThenRecover({ CRASH_STORE: 'nedb', CRASH_DIR: dir }, async () => ({
-        store: new NedbDocumentStore(dir),
+      await crashThenRecover({ CRASH_STORE: 'sqlite', CRASH_FILE: file }, async () => ({
+        store: SqliteDocumentStore.open(file),
         bus: new MemoryBus(log),
       }));
     } finally {

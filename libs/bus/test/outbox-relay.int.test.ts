@@ -1,4 +1,4 @@
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import pino from 'pino';
 import type { BusMessage } from '../src/bus';
 import { MemoryBus } from '../src/memory.bus';
@@ -18,7 +18,7 @@ describe('OutboxRelay.relayNow', () => {
     const bus = new MemoryBus(log);
     const seen: BusMessage<'listings.listing.deleted'>[] = [];
     await bus.subscribe(['listings.listing.deleted'], { durable: 'test' }, async (m) => void seen.push(m));
-    const col = await new NedbDocumentStore().collection<OutboxDoc>('things');
+    const col = await SqliteDocumentStore.open(':memory:').collection<OutboxDoc>('things');
     const relay = new OutboxRelay({ bus, log });
     relay.watch('things', col);
     await col.insertOne({ id: 'a', version: 1, ...withOutbox(deleted('a', 1)) });
@@ -37,5 +37,32 @@ describe('OutboxRelay.relayNow', () => {
     await expect(relay.relayNow('other', 'a')).rejects.toThrow(/does not watch/);
     await relay.stop();
     await bus.close();
+  });
+});
+
+describe('OutboxRelay sweep with the store transaction', () => {
+  it('publishes every pending event in order, clears them in one commit, and keeps an event added meanwhile', async () => {
+    const bus = new MemoryBus(log);
+    const store = SqliteDocumentStore.open(':memory:');
+    const col = await store.collection<OutboxDoc>('things');
+    const seen: string[] = [];
+    // A write that lands while the sweep publishes: its event must survive the clearing and go out next.
+    await bus.subscribe(['listings.listing.deleted'], { durable: 'test' }, async (m) => {
+      seen.push(`${m.payload.listingId}@${m.payload.version}`);
+      if (m.payload.listingId === 'b' && m.payload.version === 1)
+        await col.updateOne({ id: 'b' }, updateWithOutbox({ $set: { version: 2 } }, deleted('b', 2)));
+    });
+    const relay = new OutboxRelay({ bus, log, transaction: (fn) => store.transaction(fn) });
+    relay.watch('things', col);
+    for (const id of ['a', 'b', 'c']) await col.insertOne({ id, version: 1, ...withOutbox(deleted(id, 1)) });
+
+    await relay.flush();
+    await relay.flush();
+    expect(seen).toEqual(['a@1', 'b@1', 'c@1', 'b@2']);
+    expect(await col.count({ _outboxPending: true })).toBe(0);
+    expect(await col.findOne({ id: 'b' })).toMatchObject({ version: 2, _outbox: [] });
+    await relay.stop();
+    await bus.close();
+    await store.close();
   });
 });

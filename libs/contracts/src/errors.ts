@@ -38,6 +38,7 @@ export const errorStatus = {
   internal_error: 500,
   bad_gateway: 502,
   service_unavailable: 503,
+  dependency_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;
@@ -77,6 +78,7 @@ export const errorTitles: Record<ErrorCode, string> = {
   internal_error: 'Internal server error',
   bad_gateway: 'Bad gateway',
   service_unavailable: 'Service unavailable',
+  dependency_unavailable: 'A service this request needs is unavailable',
 };
 
 export const fieldError = z.object({

@@ -172,6 +172,8 @@ export type Listing = z.infer<typeof listing>;
 
 export const listingSortFields = ['listPrice', 'listedAt', 'updatedAt', 'createdAt'] as const;
 export type ListingSortField = (typeof listingSortFields)[number];
+/** Search orders: the fields, and `distance` from `near`'s point. */
+export const listingSearchSorts = [...listingSortFields, 'distance'] as const;
 
 /** Fields `?facets=` can count. */
 export const listingFacets = ['status', 'propertyType', 'city'] as const;
@@ -213,8 +215,8 @@ const longitude: [number, number] = [-180, 180];
 export const listingSearchQuery = z
   .strictObject({
     ...pageQuery,
-    sort: sortParam(listingSortFields).describe(
-      'One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `-` prefix for descending. Default: relevance with `q`, otherwise `-createdAt`. Ties are ordered by id.',
+    sort: sortParam(listingSearchSorts).describe(
+      'One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `distance` (with `near`), `-` prefix for descending. Default: relevance with `q`, nearest first with `near`, otherwise `-createdAt`. Ties are ordered by id.',
     ),
     q: single(z.string().trim().min(1).max(200).optional()).describe(
       'Full text over description, address and features; every word must match',
@@ -257,6 +259,8 @@ export const listingSearchQuery = z
       ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'needs near=lat,lng' });
     if (query.near && query.radiusKm === undefined)
       ctx.addIssue({ code: 'custom', path: ['radiusKm'], message: 'is required with near' });
+    if (query.sort?.replace(/^-/, '') === 'distance' && !query.near)
+      ctx.addIssue({ code: 'custom', path: ['sort'], message: 'distance needs near=lat,lng' });
     if (query.bbox && query.bbox.minLat > query.bbox.maxLat)
       ctx.addIssue({ code: 'custom', path: ['bbox'], message: 'minLat must not be above maxLat' });
   });
@@ -264,7 +268,18 @@ export type ListingSearchQuery = z.infer<typeof listingSearchQuery>;
 
 export const facetCount = z.object({ value: z.string(), count: z.number().int() });
 
-export const listingPage = page(listing)
+/** A listing found by a search, with its distance from `near`'s point when the search has one. */
+export const listingHit = listing
+  .extend({
+    distanceKm: z
+      .number()
+      .optional()
+      .describe('Kilometres from the `near` point (great-circle), present when the search has `near`'),
+  })
+  .meta({ id: 'ListingHit' });
+export type ListingHit = z.infer<typeof listingHit>;
+
+export const listingPage = page(listingHit)
   .extend({
     facets: z
       .object({

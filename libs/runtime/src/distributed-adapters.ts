@@ -4,6 +4,7 @@ import type { Logger } from '@estate/platform/logging';
 import type { DocumentStore } from '@estate/store';
 import { MongoDocumentStore } from '@estate/store/mongo.document-store';
 import type { ProcessConfig } from './service-process';
+import { waitFor } from '@estate/platform/lifecycle';
 
 export interface DistributedAdapters {
   store: DocumentStore;
@@ -12,14 +13,28 @@ export interface DistributedAdapters {
   close(): Promise<void>;
 }
 
-/** The distributed profile's store (MongoDB, a database per service) and bus (NATS JetStream). */
+/**
+ * The distributed profile's store (MongoDB, a database per service) and bus (NATS JetStream), waited for
+ * when they are not up yet.
+ */
 export async function connectDistributedAdapters(
   config: ProcessConfig,
   service: string,
   log: Logger,
 ): Promise<DistributedAdapters> {
-  const store = await MongoDocumentStore.connect(config.mongodb.url, { dbName: config.mongodb.database, log });
-  const bus = await NatsBus.connect(config.nats.url, { log, name: service, namespace: config.nats.namespace });
+  const store = await waitFor(
+    'store',
+    () => MongoDocumentStore.connect(config.mongodb.url, { dbName: config.mongodb.database, log }),
+    log,
+  );
+  const bus = await waitFor(
+    'bus',
+    () => NatsBus.connect(config.nats.url, { log, name: service, namespace: config.nats.namespace }),
+    log,
+  ).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
   return {
     store,
     bus,

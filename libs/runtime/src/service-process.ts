@@ -3,6 +3,7 @@ import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp, type OpenApiDoc } from '@estate/platform/http';
 import { closeOnSignals, exitOnStartFailure } from '@estate/platform/lifecycle';
 import { createLogger, type Logger } from '@estate/platform/logging';
+import { useCursorSecrets } from '@estate/platform/pagination';
 import type { Bus } from '@estate/bus';
 import type { DocumentStore } from '@estate/store';
 import type { FastifyInstance } from 'fastify';
@@ -80,6 +81,8 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
 ): Promise<void> {
   try {
     const config = spec.loadConfig(process.env);
+    // Every replica of the deployment signs and accepts the same cursors.
+    useCursorSecrets([config.signingSecret]);
     const log = createLogger({ service: spec.service, level: config.logLevel });
     const adapters = await connectDistributedAdapters(config, spec.service, log);
     const runtime = await spec.compose({ store: adapters.store, bus: adapters.bus, log, config });

@@ -32,9 +32,12 @@ function isTransient(err: unknown): boolean {
   );
 }
 
-const isAlreadyExists = (err: unknown): boolean =>
-  err instanceof errors.ResponseError &&
-  (err.body as { error?: { type?: string } } | undefined)?.error?.type === 'resource_already_exists_exception';
+const errorType = (err: unknown): string | undefined =>
+  err instanceof errors.ResponseError
+    ? (err.body as { error?: { type?: string } } | undefined)?.error?.type
+    : undefined;
+const isAlreadyExists = (err: unknown): boolean => errorType(err) === 'resource_already_exists_exception';
+const isNotFound = (err: unknown): boolean => err instanceof errors.ResponseError && err.statusCode === 404;
 
 /**
  * The distributed profile's index on Elasticsearch 8. Writes use external versioning (the
@@ -68,14 +71,15 @@ export class ElasticsearchListingIndex implements ListingIndex {
     return this.options.alias;
   }
 
+  /**
+   * Makes sure the alias exists, safe when replicas start together: the first physical index and its alias
+   * are created in one request under a fixed name, so a second replica's request fails with "already exists"
+   * (and finds the alias made), never half-way. `created` is true for the one replica that made it.
+   */
   async open(): Promise<{ created: boolean }> {
     return this.call('open the index', async () => {
       if (await this.client.indices.existsAlias({ name: this.alias })) return { created: false };
-      if (await this.client.indices.exists({ index: this.alias })) {
-        throw new Error(`${this.alias} is an index, not an alias; remove it or choose another ELASTICSEARCH_INDEX`);
-      }
       try {
-        // A fixed first name: replicas starting together race to one index, not to several.
         await this.client.indices.create({
           index: `${this.alias}-000001`,
           aliases: { [this.alias]: {} },
@@ -86,6 +90,12 @@ export class ElasticsearchListingIndex implements ListingIndex {
         return { created: true };
       } catch (err) {
         if (isAlreadyExists(err)) return { created: false };
+        if (errorType(err) === 'invalid_alias_name_exception') {
+          // Only a write made without `require_alias` (an older version, or another program) makes one.
+          throw new Error(`${this.alias} is an index, not an alias; remove it or choose another ELASTICSEARCH_INDEX`, {
+            cause: err,
+          });
+        }
         throw err;
       }
     });
@@ -96,6 +106,7 @@ export class ElasticsearchListingIndex implements ListingIndex {
     await this.bulk(
       this.alias,
       listings.flatMap((item) => this.indexOperation(item)),
+      true,
     );
   }
 
@@ -107,6 +118,7 @@ export class ElasticsearchListingIndex implements ListingIndex {
         { index: { _id: id, version, version_type: 'external' as const } },
         { listingId: id, deleted: true },
       ]),
+      true,
     );
   }
 
@@ -153,12 +165,19 @@ export class ElasticsearchListingIndex implements ListingIndex {
     await this.call('move the alias', () =>
       this.client.indices.updateAliases({
         actions: [
-          ...current.map((index) => ({ remove: { index, alias: this.alias } })),
+          // By pattern: wherever the alias points by now (another rebuild may have moved it), it leaves.
+          { remove: { index: `${this.alias}-*`, alias: this.alias, must_exist: false } },
           { add: { index: target, alias: this.alias } },
         ],
       }),
     );
-    for (const old of current) await this.call('drop the old index', () => this.client.indices.delete({ index: old }));
+    for (const old of current) {
+      await this.call('drop the old index', async () => {
+        await this.client.indices.delete({ index: old }).catch((err: unknown) => {
+          if (!isNotFound(err)) throw err; // dropped by a rebuild running alongside
+        });
+      });
+    }
     this.options.log.info({ alias: this.alias, index: target, indexed }, 'search index replaced');
     return { indexed };
   }
@@ -203,10 +222,18 @@ export class ElasticsearchListingIndex implements ListingIndex {
     ];
   }
 
-  /** A bulk write; items refused because a newer version is indexed are what versioning is for, not errors. */
-  private async bulk(index: string, operations: unknown[]): Promise<void> {
+  /**
+   * A bulk write; items refused because a newer version is indexed are what versioning is for, not errors.
+   * Through the alias (`viaAlias`), Elasticsearch must find the alias: a write never creates an index under
+   * the alias's name (which would block the alias for good) when it runs before `open()` or after a drop.
+   */
+  private async bulk(index: string, operations: unknown[], viaAlias = false): Promise<void> {
     const response = await this.call('bulk write', () =>
-      this.client.bulk({ index, operations: operations as estypes.BulkRequest['operations'] }),
+      this.client.bulk({
+        index,
+        operations: operations as estypes.BulkRequest['operations'],
+        ...(viaAlias ? { require_alias: true } : {}),
+      }),
     );
     if (!response.errors) return;
     const failed = response.items.map((item) => Object.values(item)[0]).filter((r) => r?.error && r.status !== 409);

@@ -36,10 +36,17 @@ export interface SqliteListingIndexOptions {
   database: Database.Database | string;
   /** Which index this is: every index fed from the listing events needs its own consumer of them. */
   name?: string;
+  /**
+   * The owner of a shared connection, whose transactions span awaits: each operation waits until no
+   * transaction of another caller is open, and runs inside the caller's own (committing with it).
+   */
+  gate?: { turn(): Promise<void> };
 }
 
 /** Runs one statement of a search: for real, or to see its plan. */
 type Run = (sql: string, params: unknown[]) => unknown[];
+/** Runs one statement and hands its rows over one by one, as arrays of column values (many rows, no objects). */
+type Scan = (sql: string, params: unknown[]) => Iterable<unknown[]>;
 
 /** The columns of a listing, in the order of {@link rowOf}. */
 const COLUMNS = [
@@ -75,8 +82,9 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS search_listings (id INTEGER PRIMARY KEY, ${COLUMN_TYPES});
   -- The documents apart: rows that filters and sorts read stay small, a page reads 20 documents, not every match's.
   CREATE TABLE IF NOT EXISTS search_docs (id INTEGER PRIMARY KEY, doc TEXT NOT NULL);
-  -- The price order also covers the numeric filters, so that a price band with them is counted from the index alone.
-  CREATE INDEX IF NOT EXISTS search_listings_price ON search_listings (account_id, list_price, listing_id, bedrooms, bathrooms, living_area);
+  -- The price order also covers the numeric filters and the facets, so that a price band is counted and faceted from the index alone.
+  DROP INDEX IF EXISTS search_listings_price;
+  CREATE INDEX IF NOT EXISTS search_listings_price_facets ON search_listings (account_id, list_price, listing_id, bedrooms, bathrooms, living_area, status, property_type, city_key, city);
   CREATE INDEX IF NOT EXISTS search_listings_listed ON search_listings (account_id, listed_at, listing_id);
   CREATE INDEX IF NOT EXISTS search_listings_updated ON search_listings (account_id, updated_at, listing_id);
   CREATE INDEX IF NOT EXISTS search_listings_created ON search_listings (account_id, created_at, listing_id);
@@ -129,11 +137,11 @@ const SORT_COLUMNS = {
 } as const;
 /** Sort fields a listing may lack: those listings come after the others, either way. */
 const NULLABLE = new Set<string>(['listedAt']);
-const FACET_COLUMNS: Record<ListingFacet, { select: string; group: string }> = {
-  status: { select: 'l.status', group: 'l.status' },
-  propertyType: { select: 'l.property_type', group: 'l.property_type' },
-  // Grouped along the city index; the key follows from the city, so the groups are the cities as written.
-  city: { select: 'l.city', group: 'l.city_key, l.city' },
+const FACET_COLUMNS: Record<ListingFacet, { select: string }> = {
+  status: { select: 'l.status' },
+  propertyType: { select: 'l.property_type' },
+  // The cities as written (the key, for filtering, follows from the city).
+  city: { select: 'l.city' },
 };
 
 const byValue = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -297,13 +305,15 @@ export class SqliteListingIndex implements ListingIndex {
   readonly name: string;
   private readonly db: Database.Database;
   private readonly owned: boolean;
+  private readonly gate?: { turn(): Promise<void> };
   private readonly statements = new Map<string, Database.Statement>();
   /** `replaceAll` fills one connection-private staging table: one at a time. */
   private replacing: Promise<unknown> = Promise.resolve();
 
   constructor(options: SqliteListingIndexOptions | Database.Database | string) {
-    const { database, name } =
-      typeof options === 'string' || options instanceof Database ? { database: options, name: undefined } : options;
+    const { database, name, gate } =
+      typeof options === 'string' || options instanceof Database ? { database: options } : options;
+    this.gate = gate;
     this.owned = typeof database === 'string';
     this.db = typeof database === 'string' ? new Database(database) : database;
     if (this.owned) {
@@ -322,6 +332,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   async open(): Promise<{ created: boolean }> {
+    await this.gate?.turn();
     return this.guard('open the index', () =>
       this.db
         .transaction(() => {
@@ -337,6 +348,7 @@ export class SqliteListingIndex implements ListingIndex {
 
   async upsert(listings: readonly IndexedListing[]): Promise<void> {
     if (listings.length === 0) return;
+    await this.gate?.turn();
     this.guard('write', () =>
       this.db
         .transaction(() => {
@@ -352,6 +364,7 @@ export class SqliteListingIndex implements ListingIndex {
 
   async remove(removals: readonly ListingRemoval[]): Promise<void> {
     if (removals.length === 0) return;
+    await this.gate?.turn();
     this.guard('write', () =>
       this.db
         .transaction(() => {
@@ -374,9 +387,17 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   async search(search: ListingSearch): Promise<ListingSearchResult> {
+    await this.gate?.turn();
     const started = performance.now();
     const result = this.guard('search', () =>
-      this.execute(search, (sql, params) => this.statement(sql).all(...params)),
+      this.execute(
+        search,
+        (sql, params) => this.statement(sql).all(...params),
+        (sql, params) =>
+          this.statement(sql)
+            .raw(true)
+            .iterate(...params) as Iterable<unknown[]>,
+      ),
     );
     return { ...result, tookMs: performance.now() - started };
   }
@@ -399,6 +420,7 @@ export class SqliteListingIndex implements ListingIndex {
   async *scanIds(): AsyncIterable<Array<{ id: string; version: number }>> {
     let after = '';
     for (;;) {
+      await this.gate?.turn();
       const rows = this.guard('scan', () =>
         this.statement(
           'SELECT listing_id AS id, version FROM search_listings WHERE listing_id > ? ORDER BY listing_id LIMIT ?',
@@ -422,16 +444,17 @@ export class SqliteListingIndex implements ListingIndex {
   /** The query plans of every statement a search runs (tests and benchmarks check that each kind uses an index). */
   explain(search: ListingSearch): string[] {
     const plans: string[] = [];
-    this.execute(search, (sql, params) => {
+    const plan = (sql: string, params: unknown[]): [] => {
       const rows = this.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>;
       plans.push(sql.replace(/\s+/g, ' ').slice(0, 60), ...rows.map((r) => `  ${r.detail}`));
       return [];
-    });
+    };
+    this.execute(search, plan, plan);
     return plans;
   }
 
   /** One search, every statement through `run`. */
-  private execute(search: ListingSearch, run: Run): Omit<ListingSearchResult, 'tookMs'> {
+  private execute(search: ListingSearch, run: Run, scan: Scan): Omit<ListingSearchResult, 'tookMs'> {
     const { filters, sort } = search;
     if (sort.by === 'distance' && !filters.near) throw new Error('sorting by distance needs near');
     const match = filters.q === undefined ? undefined : matchExpression(filters.q);
@@ -450,21 +473,29 @@ export class SqliteListingIndex implements ListingIndex {
         ]) as Array<FacetRow>)
       : [];
     if (unfiltered) total = kept.reduce((sum, g) => sum + (g.facet === 'status' ? g.n : 0), 0);
-    for (const name of search.facets) {
-      const { select, group } = FACET_COLUMNS[name];
-      const groups = unfiltered
-        ? kept.filter((g) => g.facet === name)
-        : (run(
-            `SELECT ${select} AS value, count(*) AS n FROM search_listings l WHERE ${where.sql} GROUP BY ${group}`,
-            where.params,
-          ) as FacetRow[]);
-      // Every listing has a value for every facet: the groups add up to the total.
-      total ??= groups.reduce((sum, g) => sum + g.n, 0);
+    // Filtered: every facet asked for, and the total, counted here in one pass over the matches' index entries
+    // (a GROUP BY would sort them all first).
+    const counted =
+      !unfiltered && search.facets.length > 0 ? search.facets.map(() => new Map<string, number>()) : undefined;
+    if (counted) {
+      const columns = search.facets.map((f) => FACET_COLUMNS[f].select).join(', ');
+      let n = 0;
+      for (const row of scan(`SELECT ${columns} FROM search_listings l WHERE ${where.sql}`, where.params)) {
+        n++;
+        for (let i = 0; i < counted.length; i++)
+          counted[i].set(row[i] as string, (counted[i].get(row[i] as string) ?? 0) + 1);
+      }
+      total = n;
+    }
+    search.facets.forEach((name, i) => {
+      let groups: FacetRow[];
+      if (counted) groups = [...counted[i]].map(([value, n]) => ({ value, n }));
+      else groups = kept.filter((g) => g.facet === name);
       facets[name] = groups
         .sort((a, b) => b.n - a.n || byValue(a.value, b.value))
         .slice(0, FACET_SIZE)
         .map((g) => ({ value: g.value, count: g.n }));
-    }
+    });
     total ??=
       (run(`SELECT count(*) AS n FROM search_listings l WHERE ${where.sql}`, where.params) as Array<{ n: number }>)[0]
         ?.n ?? 0;
@@ -494,6 +525,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   private async replace(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
+    await this.gate?.turn();
     this.guard('start the new index', () =>
       this.db.exec(
         `DROP TABLE IF EXISTS temp.search_staging; CREATE TEMP TABLE search_staging (id INTEGER PRIMARY KEY, ${COLUMN_TYPES}, doc TEXT NOT NULL, text TEXT NOT NULL)`,
@@ -501,6 +533,7 @@ export class SqliteListingIndex implements ListingIndex {
     );
     try {
       for await (const batch of read()) {
+        await this.gate?.turn();
         this.guard('fill the new index', () =>
           this.db.transaction(() => {
             for (const item of batch) this.write('temp.search_staging', projectListing(item), item.listing);
@@ -508,6 +541,7 @@ export class SqliteListingIndex implements ListingIndex {
         );
       }
       const columns = COLUMNS.join(', ');
+      await this.gate?.turn();
       return this.guard('swap the new index in', () =>
         this.db
           .transaction(() => {

@@ -24,3 +24,54 @@ describeWithEngines('elasticsearch listing index', ['ELASTICSEARCH_URL'], (urls)
     };
   });
 });
+
+describeWithEngines('elasticsearch listing index bootstrap', ['ELASTICSEARCH_URL'], (urls) => {
+  const log = pino({ level: 'silent' });
+  const aliases: string[] = [];
+  const fresh = () => {
+    const alias = `bootstrap-${randomUUID()}`;
+    aliases.push(alias);
+    return alias;
+  };
+  let admin: Client;
+  beforeAll(() => {
+    admin = new Client({ node: urls.ELASTICSEARCH_URL });
+  });
+
+  afterAll(async () => {
+    for (const alias of aliases) {
+      const indices = Object.keys(
+        await admin.indices.get({ index: `${alias}*`, expand_wildcards: 'all', ignore_unavailable: true }),
+      );
+      for (const index of indices) await admin.indices.delete({ index });
+    }
+    await admin.close();
+  });
+
+  it('replicas opening one alias together all succeed, and exactly one creates it', async () => {
+    const alias = fresh();
+    const replicas = Array.from({ length: 6 }, () =>
+      ElasticsearchListingIndex.connect(urls.ELASTICSEARCH_URL, { alias, log }),
+    );
+    try {
+      const opened = await Promise.all(replicas.map((r) => r.open()));
+      expect(opened.filter((o) => o.created)).toHaveLength(1);
+      expect(await admin.indices.existsAlias({ name: alias })).toBe(true);
+    } finally {
+      await Promise.all(replicas.map((r) => r.close()));
+    }
+  });
+
+  it('a write before the alias exists fails and creates no index under its name', async () => {
+    const alias = fresh();
+    const index = ElasticsearchListingIndex.connect(urls.ELASTICSEARCH_URL, { alias, log });
+    try {
+      await expect(index.remove([{ id: 'lst_1', version: 1 }])).rejects.toThrow();
+      expect(await admin.indices.exists({ index: alias })).toBe(false);
+      expect(await index.open()).toEqual({ created: true });
+      await index.remove([{ id: 'lst_1', version: 1 }]);
+    } finally {
+      await index.close();
+    }
+  });
+});

@@ -1,6 +1,6 @@
 /**
  * The document-store port. One query shape (a MongoDB-style subset) serves every adapter:
- * SQLite or NeDB in the embedded profile, MongoDB through mongoose in the distributed one.
+ * SQLite in the embedded profile, MongoDB through mongoose in the distributed one.
  *
  * Supported filter operators: equality (also on dotted paths and array members), `$in`, `$nin`,
  * `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$exists`, `$or`, `$and`. Update operators: `$set`,
@@ -28,7 +28,7 @@ export interface FindOptions {
 export interface IndexSpec {
   fields: Record<string, 1 | -1>;
   unique?: boolean;
-  /** Only documents that have the field are indexed (lets a unique key be optional). Single-field indexes only: NeDB does not honour sparse on compound indexes, so a compound unique key is stored as one computed field. */
+  /** Only documents that have the field are indexed (lets a unique key be optional). Single-field indexes only: a compound unique key is stored as one computed field. */
   sparse?: boolean;
 }
 
@@ -53,13 +53,19 @@ export interface DocumentCollection<T extends StoredDoc> {
 }
 
 export interface DocumentStore {
-  readonly kind: 'nedb' | 'mongo' | 'sqlite';
+  readonly kind: 'mongo' | 'sqlite';
   /** Opens (and creates on first use) a collection with its indexes. */
   collection<T extends StoredDoc>(name: string, indexes?: IndexSpec[]): Promise<DocumentCollection<T>>;
   /** Resolves when the store answers; rejects otherwise (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * Runs `fn` as one transaction: the store writes it awaits commit together or not at all. Only stores
+ * that have one offer it (SQLite); callers work without it, one atomic document write at a time.
+ */
+export type Transaction = <R>(fn: () => Promise<R>) => Promise<R>;
 
 export class DuplicateKeyError extends Error {
   constructor(

@@ -4,3 +4,4 @@ export * from './document-store';
 export * from './keyset';
 export * from './update-versioned';
 export * from './storable';
+export * from './owned';

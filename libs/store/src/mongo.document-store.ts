@@ -10,34 +10,59 @@ import {
   type StoredDoc,
   type Update,
 } from './document-store';
-import { FerretDbWriteLease } from './ferretdb-write-lease';
 import { fromEngineDoc, toEngineFilter, toEngineSort } from './id-mapping';
-import { isDuplicateKey } from './mongo-errors';
+import { isDuplicateKey, isUnavailable } from './mongo-errors';
+import { DependencyUnavailable } from '@estate/platform/errors';
+import { getPath, isPlainObject, pullMatches } from './pull-matcher';
 
-export { LOCKS } from './ferretdb-write-lease';
 export { isDuplicateKey } from './mongo-errors';
 
 type Raw = Record<string, unknown>;
 type NativeCollection = mongoose.mongo.Collection<Raw>;
 
 /**
- * How single-document writes are made atomic.
- * - `native`: the server's own `findAndModify`/`update`/`delete` (MongoDB: atomic per document).
- * - `locked`: every write that depends on a filter first takes a short lease on the document
- *   ({@link FerretDbWriteLease}). Needed for FerretDB v1, whose updates are not atomic.
- * `auto` (default) picks `locked` when the server says it is FerretDB.
+ * What the server can do that the port relies on. Every single-document write is one server command
+ * (`findAndModify`, `update`, `delete`), atomic per document: MongoDB is, and so is the test engine
+ * (FerretDB behind the write-serialising relay of tools/ferretdb). Only what a server lacks is
+ * worked around here, and only when the flag says so.
  */
-export type WriteMode = 'native' | 'locked';
+export interface EngineCapabilities {
+  /**
+   * `$pull` with a condition (`{ $pull: { outbox: { eventId: { $in: [...] } } } }`). FerretDB v1 pulls only
+   * elements equal to the condition; without it the adapter computes the kept array and writes it with a
+   * compare-and-set on the array read.
+   */
+  conditionalPull: boolean;
+}
+
+const MONGODB: EngineCapabilities = { conditionalPull: true };
+const FERRETDB_V1: EngineCapabilities = { conditionalPull: false };
 
 export interface MongoStoreOptions {
   log?: Logger;
   /** Database name; defaults to the one in the URL. */
   dbName?: string;
-  writes?: WriteMode | 'auto';
-  /** Lease on a document lock before another writer may take it over (locked mode). */
-  lockLeaseMs?: number;
-  /** How long a writer waits for a document lock before failing (locked mode). */
-  lockWaitMs?: number;
+  /** Overrides what `buildInfo` says about the server (tests run the FerretDB path on MongoDB). */
+  capabilities?: Partial<EngineCapabilities>;
+  /** How long an operation waits for a server before failing (the caller answers 503). */
+  serverSelectionTimeoutMS?: number;
+}
+
+/** How often a compare-and-set `$pull` is retried when the array keeps changing under it. */
+const PULL_ATTEMPTS = 50;
+
+/** Conditional `$pull`s (a condition object rather than a value): the ones FerretDB v1 cannot apply. */
+const conditionalPulls = (update: Raw): [string, Raw][] =>
+  isPlainObject(update.$pull)
+    ? (Object.entries(update.$pull).filter(([, cond]) => isPlainObject(cond)) as [string, Raw][])
+    : [];
+
+/** The port's errors for what the server said: a duplicate key, or no server to talk to (the request answers 503). */
+function mapMongoError(err: unknown, collection: string): unknown {
+  if (err instanceof DuplicateKeyError || err instanceof DependencyUnavailable) return err;
+  if (isDuplicateKey(err)) return new DuplicateKeyError(collection, err);
+  if (isUnavailable(err)) return new DependencyUnavailable('store', err);
+  return err;
 }
 
 /** Drops operators with nothing in them (`{ $set: {} }`), which servers reject or treat differently. */
@@ -54,8 +79,7 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
     private readonly name: string,
     private readonly col: NativeCollection,
     private readonly db: mongoose.mongo.Db,
-    /** Present on FerretDB only: the real MongoDB path uses the server's atomic writes. */
-    private readonly lease: FerretDbWriteLease | null,
+    private readonly capabilities: EngineCapabilities,
   ) {}
 
   async insertOne(doc: T): Promise<T> {
@@ -69,44 +93,85 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    return fromEngineDoc<T>(await this.col.findOne(toEngineFilter(filter)));
+    return this.run(async () => fromEngineDoc<T>(await this.col.findOne(toEngineFilter(filter))));
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    let cursor = this.col.find(toEngineFilter(filter));
-    if (options.sort) cursor = cursor.sort(toEngineSort(options.sort));
-    if (options.skip) cursor = cursor.skip(options.skip);
-    if (options.limit !== undefined) cursor = cursor.limit(options.limit);
-    const docs = await cursor.toArray();
-    return docs.map((d) => fromEngineDoc<T>(d) as T);
+    return this.run(async () => {
+      let cursor = this.col.find(toEngineFilter(filter));
+      if (options.sort) cursor = cursor.sort(toEngineSort(options.sort));
+      if (options.skip) cursor = cursor.skip(options.skip);
+      if (options.limit !== undefined) cursor = cursor.limit(options.limit);
+      const docs = await cursor.toArray();
+      return docs.map((d) => fromEngineDoc<T>(d) as T);
+    });
   }
 
   async count(filter: Filter): Promise<number> {
     // The plain `count` command: FerretDB's aggregation (behind countDocuments) is thin.
-    const res = await this.db.command({ count: this.name, query: toEngineFilter(filter) });
-    return Number(res.n);
+    return this.run(async () => {
+      const res = await this.db.command({ count: this.name, query: toEngineFilter(filter) });
+      return Number(res.n);
+    });
   }
 
   async updateOne(filter: Filter, update: Update): Promise<T | null> {
     const engineFilter = toEngineFilter(filter);
     const engineUpdate = cleanUpdate(update);
     try {
-      if (this.lease)
-        return fromEngineDoc<T>(await this.lease.updateOne(this.name, this.col, engineFilter, engineUpdate));
       if (Object.keys(engineUpdate).length === 0) return fromEngineDoc<T>(await this.col.findOne(engineFilter));
+      if (!this.capabilities.conditionalPull && conditionalPulls(engineUpdate).length > 0)
+        return fromEngineDoc<T>(await this.pullByCompareAndSet(engineFilter, engineUpdate));
+      // One server command: the filter (a version guard, say) and the change apply atomically.
       return fromEngineDoc<T>(await this.col.findOneAndUpdate(engineFilter, engineUpdate, { returnDocument: 'after' }));
     } catch (err) {
       throw this.mapError(err);
     }
   }
 
+  /**
+   * A conditional `$pull` on a server without it: read the document, compute the arrays kept, and write them
+   * guarded by the arrays read (and the filter), so a concurrent change makes the write miss and start again.
+   */
+  private async pullByCompareAndSet(filter: Filter, update: Raw): Promise<Raw | null> {
+    for (let attempt = 0; attempt < PULL_ATTEMPTS; attempt++) {
+      const current = await this.col.findOne(filter);
+      if (!current) return null;
+      const pull = { ...(update.$pull as Raw) };
+      const set: Raw = { ...((update.$set as Raw | undefined) ?? {}) };
+      const guard: Raw[] = [filter, { _id: current._id }];
+      for (const [path, cond] of conditionalPulls(update)) {
+        delete pull[path];
+        const arr = getPath(current, path);
+        guard.push({ [path]: arr === undefined ? { $exists: false } : arr });
+        if (!Array.isArray(arr)) continue; // missing or not an array: nothing to pull, as on MongoDB
+        const kept = arr.filter((e) => !pullMatches(e, cond as Raw));
+        if (kept.length !== arr.length) set[path] = kept;
+      }
+      const rewritten: Raw = { ...update };
+      if (Object.keys(pull).length > 0) rewritten.$pull = pull;
+      else delete rewritten.$pull;
+      if (Object.keys(set).length > 0) rewritten.$set = set;
+      else delete rewritten.$set;
+      if (Object.keys(rewritten).length === 0) return current;
+      const saved = await this.col.findOneAndUpdate({ $and: guard }, rewritten, { returnDocument: 'after' });
+      if (saved) return saved;
+    }
+    throw new Error(`${this.name}: the document kept changing during a $pull; gave up after ${PULL_ATTEMPTS} attempts`);
+  }
+
   async updateMany(filter: Filter, update: Update): Promise<number> {
     const engineFilter = toEngineFilter(filter);
     const engineUpdate = cleanUpdate(update);
     try {
-      if (this.lease) return await this.lease.updateMany(this.name, this.col, engineFilter, engineUpdate);
       if (Object.keys(engineUpdate).length === 0) return await this.count(filter);
-      // Matched rather than modified: NeDB counts every matched document, and so does the port.
+      if (!this.capabilities.conditionalPull && conditionalPulls(engineUpdate).length > 0) {
+        const ids = (await this.col.find(engineFilter, { projection: { _id: 1 } }).toArray()).map((d) => d._id);
+        let n = 0;
+        for (const _id of ids) if (await this.pullByCompareAndSet({ ...engineFilter, _id }, engineUpdate)) n++;
+        return n;
+      }
+      // Matched rather than modified: the port counts every matched document.
       return (await this.col.updateMany(engineFilter, engineUpdate)).matchedCount;
     } catch (err) {
       throw this.mapError(err);
@@ -114,19 +179,23 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
   }
 
   async deleteOne(filter: Filter): Promise<boolean> {
-    const engineFilter = toEngineFilter(filter);
-    if (this.lease) return this.lease.deleteOne(this.name, this.col, engineFilter);
-    return (await this.col.deleteOne(engineFilter)).deletedCount > 0;
+    return this.run(async () => (await this.col.deleteOne(toEngineFilter(filter))).deletedCount > 0);
   }
 
   async deleteMany(filter: Filter): Promise<number> {
-    const engineFilter = toEngineFilter(filter);
-    if (this.lease) return this.lease.deleteMany(this.name, this.col, engineFilter);
-    return (await this.col.deleteMany(engineFilter)).deletedCount;
+    return this.run(async () => (await this.col.deleteMany(toEngineFilter(filter))).deletedCount);
+  }
+
+  private async run<R>(fn: () => Promise<R>): Promise<R> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw this.mapError(err);
+    }
   }
 
   private mapError(err: unknown): unknown {
-    return isDuplicateKey(err) ? new DuplicateKeyError(this.name, err) : err;
+    return mapMongoError(err, this.name);
   }
 }
 
@@ -142,14 +211,15 @@ export class MongoDocumentStore implements DocumentStore {
   private constructor(
     private readonly connection: mongoose.Connection,
     private readonly db: mongoose.mongo.Db,
-    private readonly lease: FerretDbWriteLease | null,
+    readonly capabilities: EngineCapabilities,
   ) {}
 
   static async connect(url: string, opts: MongoStoreOptions = {}): Promise<MongoDocumentStore> {
     const connection = mongoose.createConnection(url, {
       dbName: opts.dbName,
-      serverSelectionTimeoutMS: 5000,
-      connectTimeoutMS: 5000,
+      // An operation with no server to go to fails within this, and the request answers 503 quickly.
+      serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 1000,
+      connectTimeoutMS: 2000,
       socketTimeoutMS: 30_000,
       maxPoolSize: 20,
       bufferCommands: false,
@@ -157,39 +227,25 @@ export class MongoDocumentStore implements DocumentStore {
       autoCreate: false,
     });
     // Without a listener an 'error' event would throw; failures surface through the operations.
-    connection.on('error', (err: unknown) => opts.log?.error({ err }, 'mongo connection error'));
+    connection.on('error', (err: unknown) =>
+      opts.log?.warn({ reason: err instanceof Error ? err.message : String(err) }, 'store connection error'),
+    );
     try {
       await connection.asPromise();
       const db = connection.db;
       if (!db) throw new Error('mongo connection has no database');
-      let mode: WriteMode;
-      if (opts.writes === 'native' || opts.writes === 'locked') {
-        mode = opts.writes;
-      } else {
-        const info = await db.admin().command({ buildInfo: 1 });
-        mode = 'ferretdbVersion' in info ? 'locked' : 'native';
-        if (mode === 'locked') {
-          opts.log?.info(
-            { ferretdb: info.ferretdbVersion },
-            'FerretDB: filter-dependent writes are serialised per document with leases',
-          );
-        }
-      }
-      const lease =
-        mode === 'locked'
-          ? new FerretDbWriteLease(db, { leaseMs: opts.lockLeaseMs, lockWaitMs: opts.lockWaitMs, log: opts.log })
-          : null;
-      opts.log?.debug({ db: db.databaseName, mode }, 'document store connected');
-      return new MongoDocumentStore(connection, db, lease);
+      const info = await db.admin().command({ buildInfo: 1 });
+      const ferretdb = 'ferretdbVersion' in info;
+      const capabilities = { ...(ferretdb ? FERRETDB_V1 : MONGODB), ...opts.capabilities };
+      opts.log?.debug(
+        { db: db.databaseName, ferretdb: info.ferretdbVersion, capabilities },
+        'document store connected',
+      );
+      return new MongoDocumentStore(connection, db, capabilities);
     } catch (err) {
       await connection.close().catch(() => undefined);
       throw err;
     }
-  }
-
-  /** How writes are made atomic on this server (see {@link WriteMode}). */
-  get writeMode(): WriteMode {
-    return this.lease ? 'locked' : 'native';
   }
 
   async collection<T extends StoredDoc>(name: string, indexes: IndexSpec[] = []): Promise<DocumentCollection<T>> {
@@ -199,7 +255,11 @@ export class MongoDocumentStore implements DocumentStore {
       this.prepared.set(name, prepared);
       prepared.catch(() => this.prepared.delete(name));
     }
-    return new MongoCollection<T>(name, await prepared, this.db, this.lease);
+    try {
+      return new MongoCollection<T>(name, await prepared, this.db, this.capabilities);
+    } catch (err) {
+      throw mapMongoError(err, name);
+    }
   }
 
   private async prepare(name: string, indexes: IndexSpec[]): Promise<NativeCollection> {
@@ -216,7 +276,11 @@ export class MongoDocumentStore implements DocumentStore {
   }
 
   async ping(): Promise<void> {
-    await this.db.admin().ping();
+    try {
+      await this.db.admin().ping();
+    } catch (err) {
+      throw mapMongoError(err, 'admin');
+    }
   }
 
   async close(): Promise<void> {

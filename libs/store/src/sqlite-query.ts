@@ -63,6 +63,23 @@ function rangeType(value: unknown): string {
 
 const RANGE: Record<string, string> = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
 
+/** The ways a dotted path can pass through one array on the way: `a.b.c` -> (`a`, `b.c`), (`a.b`, `c`). */
+function throughArrays(path: string): Array<{ prefix: string; rest: string }> {
+  const parts = path.split('.');
+  return parts
+    .slice(1)
+    .map((_, i) => ({ prefix: parts.slice(0, i + 1).join('.'), rest: parts.slice(i + 1).join('.') }));
+}
+
+/**
+ * Rows (`value`, `type`) of what `rest` holds in each element of the array at `prefix` (members of it, when
+ * it is an array itself), as MongoDB matches `prefix.rest` through an array of sub-documents.
+ */
+function elementValues(prefix: string, rest: string): string {
+  const at = literal(jsonPath(prefix));
+  return `(SELECT m.value AS value, m.type AS type FROM json_each(doc, ${at}) AS e, json_each(e.value, ${literal(jsonPath(rest))}) AS m WHERE json_type(doc, ${at}) = 'array' AND e.type = 'object')`;
+}
+
 /**
  * Translates the port's filter subset to a SQL condition with bound parameters. An indexed path is read
  * from its generated column (so SQLite uses the index), any other path with json_extract. Equality and
@@ -109,7 +126,7 @@ export class SqlFilter {
         return this.not(this.in(path, arg));
       case '$exists':
         if (path === 'id') return arg ? '1' : '0';
-        return `json_type(doc, ${literal(jsonPath(path))}) IS ${arg ? 'NOT NULL' : 'NULL'}`;
+        return arg ? this.exists(path) : this.not(this.exists(path));
       case '$gt':
       case '$gte':
       case '$lt':
@@ -170,17 +187,31 @@ export class SqlFilter {
     return terms.length === 1 ? terms[0] : `(${terms.join(' OR ')})`;
   }
 
-  /** `scalar` on the value itself, or `member` on one of its members when it is an array. */
+  /**
+   * `scalar` on the value itself, or `member` on one of its members when it is an array, or on the value
+   * reached through an array on the way (`items.status` with `items` an array of sub-documents).
+   */
   private anyOf(path: string, scalar: (x: string) => string, member: () => string): string {
     const direct = scalar(this.ref(path));
     if (path === 'id') return direct;
     const at = literal(jsonPath(path));
-    if (this.ctx.columns.has(path)) {
-      if (!this.ctx.holdsArrays(path)) return direct;
-      // Both sides of the OR are indexed (the array flag has a partial index): SQLite answers it with two index searches.
-      return `(${direct} OR (${ident(arrayColumn(path))} = 1 AND EXISTS (SELECT 1 FROM json_each(doc, ${at}) WHERE ${member()})))`;
-    }
-    return `(${direct} OR (json_type(doc, ${at}) = 'array' AND EXISTS (SELECT 1 FROM json_each(doc, ${at}) WHERE ${member()})))`;
+    const through = throughArrays(path).map(
+      ({ prefix, rest }) => `EXISTS (SELECT 1 FROM ${elementValues(prefix, rest)} WHERE ${member()})`,
+    );
+    if (this.ctx.columns.has(path) && !this.ctx.holdsArrays(path))
+      return through.length ? `(${[direct, ...through].join(' OR ')})` : direct;
+    // Indexed, both sides of the OR are (the array flag has a partial index): SQLite answers it with two index searches.
+    const isArray = this.ctx.columns.has(path) ? `${ident(arrayColumn(path))} = 1` : `json_type(doc, ${at}) = 'array'`;
+    const members = `(${isArray} AND EXISTS (SELECT 1 FROM json_each(doc, ${at}) WHERE ${member()}))`;
+    return `(${[direct, members, ...through].join(' OR ')})`;
+  }
+
+  private exists(path: string): string {
+    const direct = `json_type(doc, ${literal(jsonPath(path))}) IS NOT NULL`;
+    const through = throughArrays(path).map(
+      ({ prefix, rest }) => `EXISTS (SELECT 1 FROM ${elementValues(prefix, rest)})`,
+    );
+    return through.length ? `(${[direct, ...through].join(' OR ')})` : direct;
   }
 
   private not(condition: string): string {

@@ -108,6 +108,22 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       expect(await c.count({ accountId: 'a1' })).toBe(3);
     });
 
+    it('matches a field of any sub-document in an array (dotted path through the array)', async () => {
+      const c = await store.collection<Thing & { items?: Array<{ status: string }> }>(`galleries_${suffix}`, [
+        { fields: { 'items.status': 1 } },
+      ]);
+      await c.insertOne({ ...thing({ id: 'g1' }), items: [{ status: 'ready' }, { status: 'uploading' }] });
+      await c.insertOne({ ...thing({ id: 'g2' }), items: [{ status: 'ready' }] });
+      await c.insertOne(thing({ id: 'g3' }));
+      const ids = async (f: Record<string, unknown>) => (await c.find(f, { sort: { id: 1 } })).map((t) => t.id);
+      expect(await ids({ 'items.status': 'uploading' })).toEqual(['g1']);
+      expect(await ids({ 'items.status': { $in: ['ready'] } })).toEqual(['g1', 'g2']);
+      expect(await ids({ 'items.status': { $exists: true } })).toEqual(['g1', 'g2']);
+      const plain = await store.collection<Thing & { items?: Array<{ status: string }> }>(`plain_${suffix}`);
+      await plain.insertOne({ ...thing({ id: 'h1' }), items: [{ status: 'ready' }, { status: 'uploading' }] });
+      expect((await plain.find({ 'items.status': 'uploading' })).map((t) => t.id)).toEqual(['h1']);
+    });
+
     it('sorts on several fields, skips and limits (keyset pagination shape)', async () => {
       const c = await col();
       for (const [id, price] of [
@@ -166,19 +182,34 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
     it('concurrent $inc on one document loses no increment', async () => {
       const c = await col();
       const t = await c.insertOne(thing({ price: 0 }));
-      await Promise.all(Array.from({ length: 25 }, () => c.updateOne({ id: t.id }, { $inc: { price: 1 } })));
-      expect((await c.findOne({ id: t.id }))!.price).toBe(25);
+      await Promise.all(Array.from({ length: 100 }, () => c.updateOne({ id: t.id }, { $inc: { price: 1 } })));
+      expect((await c.findOne({ id: t.id }))!.price).toBe(100);
+    });
+
+    it('concurrent pushes and conditional pulls on one array lose nothing', async () => {
+      const c = await col();
+      const t = await c.insertOne(thing({ outbox: [] }));
+      // Each writer appends its entry and removes the one of the writer before it: the last entry is left.
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          await c.updateOne({ id: t.id }, { $push: { outbox: { eventId: `e${i}` } } });
+          await c.updateOne({ id: t.id }, { $pull: { outbox: { eventId: { $in: [`e${i}`] } } } });
+        }),
+      );
+      await c.updateOne({ id: t.id }, { $push: { outbox: { eventId: 'last' } } });
+      expect((await c.findOne({ id: t.id }))!.outbox).toEqual([{ eventId: 'last' }]);
     });
 
     it('concurrent compare-and-set on a version lets exactly one writer win', async () => {
       const c = await col();
       const t = await c.insertOne(thing());
       const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) =>
-          c.updateOne({ id: t.id, version: 1 }, { $set: { name: `w${i}` }, $inc: { version: 1 } }),
+        Array.from({ length: 40 }, (_, i) =>
+          c.updateOne({ id: t.id, version: 1 }, { $set: { name: `w${i}` }, $inc: { version: 1, price: 1 } }),
         ),
       );
       expect(results.filter((r) => r !== null)).toHaveLength(1);
+      expect(await c.findOne({ id: t.id })).toMatchObject({ version: 2, price: 1 });
     });
 
     it('updateMany, deleteOne and deleteMany report what they did', async () => {

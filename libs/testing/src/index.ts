@@ -4,3 +4,4 @@ export * from './listing-fixture';
 export * from './sse';
 export * from './build';
 export * from './eventually';
+export * from './query-plans';

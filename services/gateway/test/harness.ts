@@ -4,7 +4,7 @@ import type { Account } from '@estate/contracts/accounts';
 import { AppError } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import type { DocumentStore } from '@estate/store';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { gatewayApp } from '../src/app';
@@ -82,7 +82,7 @@ const noJobs: JobsReader = {
 };
 
 /**
- * The gateway alone, on embedded adapters (NeDB in memory, MemoryBus), with the stand-in route
+ * The gateway alone, on embedded adapters (SQLite in memory, MemoryBus), with the stand-in route
  * registered beside it as the services are in the embedded process, so the edge covers it.
  */
 export async function startGateway(
@@ -96,7 +96,7 @@ export async function startGateway(
     shared?: { store: DocumentStore; bus: MemoryBus };
   } = {},
 ): Promise<GatewayHarness> {
-  const store = options.shared?.store ?? new NedbDocumentStore();
+  const store = options.shared?.store ?? SqliteDocumentStore.open(':memory:');
   const bus = options.shared?.bus ?? new MemoryBus(log);
   const runtime = await composeGateway({
     store,

@@ -34,31 +34,37 @@ const FUTURE_SKEW_MS = 5 * 60 * 1000;
 /** Why an activity cannot be stored as given: too large (413), or keys no store accepts (422). */
 export function activityProblem(data: Record<string, unknown> | undefined): AppError | null {
   if (data === undefined) return null;
+  // Depth first: serialising a value nested thousands deep would overflow the stack.
+  const bad = badKey(data);
+  if (bad)
+    return new AppError('validation_failed', 'The activity data has a key or a depth the store cannot keep', {
+      errors: [bad],
+    });
   const bytes = Buffer.byteLength(JSON.stringify(data), 'utf8');
   if (bytes > ACTIVITY_DATA_MAX_BYTES)
     return new AppError(
       'payload_too_large',
       `The activity data is ${bytes} bytes as JSON; at most ${ACTIVITY_DATA_MAX_BYTES} are kept`,
     );
-  const bad = badKey(data, 'data');
-  if (bad)
-    return new AppError('validation_failed', 'The activity data has a key the store cannot keep', {
-      errors: [{ path: bad, message: 'keys may not contain "." or start with "$"' }],
-    });
   return null;
 }
 
-function badKey(value: unknown, path: string): string | null {
-  if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) {
-      const found = badKey(v, `${path}.${i}`);
-      if (found) return found;
-    }
-  } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k.includes('.') || k.startsWith('$')) return `${path}.${k}`;
-      const found = badKey(v, `${path}.${k}`);
-      if (found) return found;
+/** Nesting deeper than this is refused: no timeline needs it, and every reader would have to walk it. */
+const ACTIVITY_DATA_MAX_DEPTH = 32;
+
+/** The first key no store accepts, or the first value nested too deep; walked without recursion. */
+function badKey(data: Record<string, unknown>): { path: string; message: string } | null {
+  const pending: Array<{ value: unknown; path: string; depth: number }> = [{ value: data, path: 'data', depth: 1 }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const { value, path, depth } = next;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth > ACTIVITY_DATA_MAX_DEPTH)
+      return { path, message: `may be nested at most ${ACTIVITY_DATA_MAX_DEPTH} levels deep` };
+    const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+    for (const [k, v] of entries.reverse()) {
+      if (!Array.isArray(value) && (k.includes('.') || k.startsWith('$')))
+        return { path: `${path}.${k}`, message: 'keys may not contain "." or start with "$"' };
+      pending.push({ value: v, path: `${path}.${k}`, depth: depth + 1 });
     }
   }
   return null;

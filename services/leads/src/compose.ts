@@ -1,5 +1,5 @@
 import { OutboxRelay, type Bus } from '@estate/bus';
-import type { DocumentStore } from '@estate/store';
+import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import { ActivitiesService } from './activities.service';
 import { AgentsService, SLOT_GRACE_MS } from './agents.service';
@@ -40,6 +40,8 @@ export async function composeLeads(deps: {
   bus: Bus;
   log: Logger;
   clock?: () => Date;
+  /** The store's transaction, where it has one (SQLite): the outbox relay clears what it published in one commit. */
+  transaction?: Transaction;
 }): Promise<LeadsRuntime> {
   const log = deps.log.child({ service: 'leads' });
   const clock = deps.clock ?? (() => new Date());
@@ -51,7 +53,7 @@ export async function composeLeads(deps: {
     RoutingRepository.open(deps.store),
     ScoringConfigRepository.open(deps.store),
   ]);
-  const relay = new OutboxRelay({ bus: deps.bus, log });
+  const relay = new OutboxRelay({ bus: deps.bus, log, transaction: deps.transaction });
   relay.watch(LEADS_COLLECTION, leadRepo.collection);
 
   const writer = new LeadWriter({
@@ -63,6 +65,7 @@ export async function composeLeads(deps: {
     outbox: relay,
     clock,
     log,
+    transaction: deps.transaction,
   });
   const routing = new RoutingService({
     writer,

@@ -2,7 +2,7 @@ import type { OutboxRelay } from '@estate/bus';
 import type { Activity, ScoreBreakdown } from '@estate/contracts/leads';
 import { notFound } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
-import { updateVersioned } from '@estate/store';
+import { updateVersioned, type Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import {
   activityOf,
@@ -52,6 +52,11 @@ export interface LeadWriterDeps {
   outbox: Pick<OutboxRelay, 'kick' | 'relayNow'>;
   clock: () => Date;
   log: Logger;
+  /**
+   * The store's transaction, where it has one (SQLite): the lead and its timeline entries then commit
+   * together, and the events go out with the relay's next sweep rather than from the request.
+   */
+  transaction?: Transaction;
 }
 
 /** What the engine reads of a lead. */
@@ -89,8 +94,18 @@ export class LeadWriter {
       scoreSource: 'engine',
       scoreBreakdown: breakdown,
     };
-    await this.deps.leads.insert(lead, createdEvents(origin, lead, recorded, stamp.now));
-    await this.afterWrite(origin, lead.id, recorded, undefined);
+    const events = createdEvents(origin, lead, recorded, stamp.now);
+    const { transaction } = this.deps;
+    if (transaction) {
+      await transaction(async () => {
+        await this.deps.leads.insert(lead, events);
+        await this.writeTimeline(origin, recorded);
+      });
+      this.deps.outbox.kick();
+    } else {
+      await this.deps.leads.insert(lead, events);
+      await this.afterWrite(origin, lead.id, recorded, undefined);
+    }
     return lead;
   }
 
@@ -135,8 +150,15 @@ export class LeadWriter {
     const events = changeEvents(origin, current, { ...outcome, next }, stamp.now);
 
     let written: LeadRecord | null;
+    const { transaction } = this.deps;
     try {
-      written = await this.deps.leads.replace(stored, next, events);
+      written = transaction
+        ? await transaction(async () => {
+            const saved = await this.deps.leads.replace(stored, next, events);
+            if (saved) await this.writeTimeline(origin, outcome.activities);
+            return saved;
+          })
+        : await this.deps.leads.replace(stored, next, events);
     } catch (err) {
       if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
       throw err;
@@ -145,7 +167,10 @@ export class LeadWriter {
       if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
       return null;
     }
-    await this.afterWrite(origin, current.id, outcome.activities, slots.released);
+    if (transaction) {
+      if (slots.released) await this.release(slots.released.agentId, slots.released.token);
+      this.deps.outbox.kick();
+    } else await this.afterWrite(origin, current.id, outcome.activities, slots.released);
     return { lead: written, written: true, activities: outcome.activities };
   }
 
@@ -179,7 +204,7 @@ export class LeadWriter {
   ): Promise<void> {
     if (oldSlot) await this.release(oldSlot.agentId, oldSlot.token);
     try {
-      for (const a of activities) await this.deps.activities.insertIfAbsent(origin.accountId, a);
+      await this.writeTimeline(origin, activities);
     } catch (err) {
       this.deps.log.warn(
         { err, requestId: origin.requestId },
@@ -195,6 +220,10 @@ export class LeadWriter {
       );
       this.deps.outbox.kick();
     }
+  }
+
+  private async writeTimeline(origin: ChangeOrigin, activities: Activity[]): Promise<void> {
+    for (const a of activities) await this.deps.activities.insertIfAbsent(origin.accountId, a);
   }
 
   async release(agentId: string, token: string): Promise<void> {

@@ -121,6 +121,17 @@ describe('activities over HTTP and the bus (embedded adapters)', () => {
         path: res.json().errors?.[0]?.path,
       }).toEqual({ body: JSON.stringify(body).slice(0, 60), status, path });
     }
+    // Nested deeper than any timeline needs: refused before anything walks it (a 5,000-deep body once gave 500).
+    const nested = (depth: number) => `{"type":"call","data":{"deep":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    for (const [depth, path] of [
+      [5000, `data.deep${'.0'.repeat(62)}`],
+      [40, `data.deep${'.0'.repeat(31)}`],
+    ] as const) {
+      const res = await h.call(admin, 'POST', `/v1/leads/${lead.id}/activities`, nested(depth), {
+        'content-type': 'application/json',
+      });
+      expect({ status: res.statusCode, path: res.json().errors?.[0]?.path }).toEqual({ status: 422, path });
+    }
     expect((await post({ type: 'call', data: { blob: 'x'.repeat(16 * 1024 - 20) } })).statusCode).toBe(201);
     expect((await list('?type=call,inquiry')).total).toBe(2);
     expect((await post({ type: 'call' }, admin, 'lead_ghost')).statusCode).toBe(404);
@@ -174,7 +185,11 @@ describe('activities over HTTP and the bus (embedded adapters)', () => {
     expect((await list()).total).toBe(1);
   });
 
-  it('brings an activity to the timeline from its event when the direct write did not happen', async () => {
+  it('brings an activity to the timeline from its event when the direct write did not happen (no transactions)', async () => {
+    // Where the lead and its timeline entry cannot commit together (MongoDB), the entry travels in the lead's outbox too.
+    await h.close();
+    h = await startLeads({ transactions: false });
+    lead = (await h.call(admin, 'POST', '/v1/leads', { name: 'Tim Line', email: 'tim@example.com' })).json();
     const insert = jest.spyOn(ActivityRepository.prototype, 'insertIfAbsent');
     insert.mockRejectedValueOnce(new Error('store hiccup'));
     const res = await post({ type: 'call', summary: 'survives' });

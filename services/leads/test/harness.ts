@@ -6,7 +6,7 @@ import type { Subject } from '@estate/contracts/events';
 import type { Listing } from '@estate/contracts/listings';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { type DocumentStore } from '@estate/store';
 import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -44,9 +44,16 @@ export interface LeadsHarness {
 
 /** The leads service over HTTP with `app.inject()`, on the adapters given (embedded ones by default). */
 export async function startLeads(
-  options: { store?: DocumentStore; bus?: Bus; clock?: () => Date; record?: boolean } = {},
+  options: {
+    store?: DocumentStore;
+    bus?: Bus;
+    clock?: () => Date;
+    record?: boolean;
+    /** false: write as on MongoDB, one document at a time, even on SQLite. */
+    transactions?: boolean;
+  } = {},
 ): Promise<LeadsHarness> {
-  const store = options.store ?? new NedbDocumentStore();
+  const store = options.store ?? SqliteDocumentStore.open(':memory:');
   const bus = options.bus ?? new MemoryBus(log, 5);
   const events: LeadsHarness['events'] = [];
   const recorder =
@@ -57,7 +64,10 @@ export async function startLeads(
           { durable: `test-recorder-${randomBytes(4).toString('hex')}` },
           async (m) => void events.push(m),
         );
-  const runtime = await composeLeads({ store, bus, log, clock: options.clock });
+  // As the embedded profile runs it: the store's transaction where it has one (MongoDB runs without).
+  const transaction =
+    store instanceof SqliteDocumentStore && options.transactions !== false ? store.transaction.bind(store) : undefined;
+  const runtime = await composeLeads({ store, bus, log, clock: options.clock, transaction });
   const app = await createHttpApp({ service: 'leads', logger: log, openapi: { title: 'Leads service' } });
   requireSignedIdentity(app, TEST_SIGNING_SECRET);
   await app.register(leadsApp, { runtime });

@@ -1,6 +1,7 @@
 import { OutboxRelay, type Bus } from '@estate/bus';
-import type { ListingIndex } from '@estate/search';
-import type { DocumentStore } from '@estate/store';
+import { waitFor } from '@estate/platform/lifecycle';
+import { SearchIndexUnavailable, type ListingIndex } from '@estate/search';
+import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import { BulkService } from './bulk.service';
 import { MediaSummarySubscriber } from './events/media-summary.subscriber';
@@ -21,6 +22,13 @@ export interface ListingsDeps {
   /** The search index adapter (Elasticsearch, or the in-process one). */
   index: ListingIndex;
   clock?: () => Date;
+  /**
+   * The store's transaction, where it has one (SQLite): bulk jobs then commit many items at once, and the outbox relay clears what it published in one commit.
+   * With `indexInStore`, the index lives in the same database and joins it: listing writes change
+   * the index in their own commit.
+   */
+  transaction?: Transaction;
+  indexInStore?: boolean;
 }
 
 export interface ListingsRuntime {
@@ -48,16 +56,17 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   const listings = await ListingRepository.open(deps.store);
   const jobs = await BulkJobRepository.open(deps.store);
   const index = new ListingIndexRepository(deps.index);
-  const relay = new OutboxRelay({ bus: deps.bus, log });
+  const relay = new OutboxRelay({ bus: deps.bus, log, transaction: deps.transaction });
   relay.watch(LISTINGS_COLLECTION, listings.collection);
   relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
 
-  const service = new ListingsService({ listings, outbox: relay, clock });
+  const inline = deps.transaction && deps.indexInStore ? { index, transaction: deps.transaction } : undefined;
+  const service = new ListingsService({ listings, outbox: relay, clock, inline });
   const search = new SearchService({ index });
   const reindex = new ReindexService({ listings, index });
   const upserts = new ListingUpsertService({ writes: service, listings });
   const bulk = new BulkService({ jobs, outbox: relay, clock, log });
-  const bulkWorker = new BulkWorker({ jobs, upserts, bus: deps.bus, clock, log });
+  const bulkWorker = new BulkWorker({ jobs, upserts, bus: deps.bus, clock, log, transaction: deps.transaction });
   const indexer = new SearchIndexerSubscriber({ bus: deps.bus, index, log });
   const mediaSummary = new MediaSummarySubscriber({ bus: deps.bus, listings, outbox: relay, clock, log });
   return {
@@ -70,7 +79,11 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     index: deps.index,
     readiness: { search: () => index.ping() },
     async start() {
-      const { created } = await index.open();
+      // A search engine may come up after this process: wait for it rather than exit. (An in-process index
+      // that cannot open will not get better by waiting.)
+      const { created } = await waitFor('search index', () => index.open(), log, {
+        isPermanent: (err) => index.kind !== 'elasticsearch' || !(err instanceof SearchIndexUnavailable),
+      });
       // Subscribed before filling: changes made meanwhile reach the index too, and versions settle the order.
       await indexer.start();
       if (created)

@@ -5,7 +5,7 @@ import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
 import { applyMergePatch } from '@estate/platform/merge-patch';
-import { DuplicateKeyError, updateVersioned } from '@estate/store';
+import { DuplicateKeyError, updateVersioned, type Transaction } from '@estate/store';
 import {
   buildListing,
   externalKey,
@@ -14,6 +14,7 @@ import {
   listedAtFor,
   writableView,
 } from './listing.rules';
+import type { ListingIndexRepository } from './repositories/listing-index.repository';
 import type { AppliedItem, ListingRepository } from './repositories/listing.repository';
 
 /** Creating, reading, changing and deleting single listings, each write with its event in the same document write. */
@@ -23,8 +24,25 @@ export class ListingsService {
       listings: ListingRepository;
       outbox: Pick<OutboxRelay, 'kick'>;
       clock: () => Date;
+      /**
+       * The search index when it lives in the store and joins its transactions (SQLite): each write
+       * changes it in the same commit, so a listing is searchable once its write is acknowledged.
+       * The index is also kept from the events, as any other index is.
+       */
+      inline?: { index: Pick<ListingIndexRepository, 'upsert' | 'remove'>; transaction: Transaction };
     },
   ) {}
+
+  /** Runs the write, with the change of the inline index when there is one, as one commit. */
+  private inStep<T>(write: () => Promise<T>, index: (done: T) => Promise<void>): Promise<T> {
+    const inline = this.deps.inline;
+    if (!inline) return write();
+    return inline.transaction(async () => {
+      const done = await write();
+      await index(done);
+      return done;
+    });
+  }
 
   async create(ctx: RequestContext, input: ListingCreate): Promise<Listing> {
     assertRole(ctx.who, LISTING_WRITERS, 'create listings');
@@ -77,7 +95,13 @@ export class ListingsService {
           { accountId: ctx.who.accountId, listingId: id, version: current.version + 1, occurredAt: now },
           ctx.requestId,
         );
-        if (!(await this.deps.listings.tombstone(ctx.who.accountId, id, current.version, event))) return null;
+        const removed = await this.inStep(
+          () => this.deps.listings.tombstone(ctx.who.accountId, id, current.version, event),
+          async (done) => {
+            if (done) await this.deps.inline?.index.remove([{ id, version: current.version + 1 }]);
+          },
+        );
+        if (!removed) return null;
         this.deps.outbox.kick();
         return { id, deleted: true as const };
       },
@@ -102,7 +126,11 @@ export class ListingsService {
       { accountId: ctx.who.accountId, listingId: listing.id, version: 1, occurredAt: now, listing },
       ctx.requestId,
     );
-    await this.deps.listings.insert(ctx.who.accountId, listing, externalKey(ctx.who.accountId, input), event, applied);
+    await this.inStep(
+      () =>
+        this.deps.listings.insert(ctx.who.accountId, listing, externalKey(ctx.who.accountId, input), event, applied),
+      (done) => this.deps.inline!.index.upsert([{ accountId: ctx.who.accountId, listing: done }]),
+    );
     this.deps.outbox.kick();
     return listing;
   }
@@ -135,13 +163,19 @@ export class ListingsService {
     );
     let saved: Listing | null;
     try {
-      saved = await this.deps.listings.replace(
-        ctx.who.accountId,
-        next,
-        externalKey(ctx.who.accountId, parsed.data),
-        current.version,
-        event,
-        applied,
+      saved = await this.inStep(
+        () =>
+          this.deps.listings.replace(
+            ctx.who.accountId,
+            next,
+            externalKey(ctx.who.accountId, parsed.data),
+            current.version,
+            event,
+            applied,
+          ),
+        async (done) => {
+          if (done) await this.deps.inline!.index.upsert([{ accountId: ctx.who.accountId, listing: done }]);
+        },
       );
     } catch (err) {
       if (err instanceof DuplicateKeyError) {

@@ -3,18 +3,19 @@ import { AppError } from '@estate/platform/errors';
 import { decodeCursor, encodeCursor } from '@estate/platform/pagination';
 import type { ListingSearch, ListingSort, SearchAfter } from '@estate/search';
 
-/** Newest first without `q` (the order the list always had); best match first with it. */
+/** Newest first without `q` or `near` (the order the list always had); best match first with `q`, nearest with `near`. */
 const DEFAULT_SORT: ListingSort = { by: 'createdAt', direction: 'desc' };
 
-export function sortOf(query: Pick<ListingSearchQuery, 'sort' | 'q'>): ListingSort {
+export function sortOf(query: Pick<ListingSearchQuery, 'sort' | 'q' | 'near'>): ListingSort {
   if (query.sort) {
     const descending = query.sort.startsWith('-');
     return {
-      by: (descending ? query.sort.slice(1) : query.sort) as ListingSortField,
+      by: (descending ? query.sort.slice(1) : query.sort) as ListingSortField | 'distance',
       direction: descending ? 'desc' : 'asc',
     };
   }
-  return query.q !== undefined ? { by: 'relevance' } : DEFAULT_SORT;
+  if (query.q !== undefined) return { by: 'relevance' };
+  return query.near ? { by: 'distance', direction: 'asc' } : DEFAULT_SORT;
 }
 
 const sortName = (sort: ListingSort): string =>
@@ -26,12 +27,9 @@ const sortName = (sort: ListingSort): string =>
  */
 function afterOf(raw: string, sort: ListingSort): SearchAfter {
   const state = decodeCursor(raw)!;
-  const position = state.v as { s?: unknown; v?: unknown } | null;
-  const value = position?.v;
+  const [order, value] = Array.isArray(state.v) ? (state.v as unknown[]) : [];
   const valid =
-    typeof position === 'object' &&
-    position !== null &&
-    position.s === sortName(sort) &&
+    order === sortName(sort) &&
     (typeof value === 'number' ? Number.isFinite(value) : value === null && sort.by !== 'relevance');
   if (!valid)
     throw new AppError(
@@ -41,8 +39,9 @@ function afterOf(raw: string, sort: ListingSort): SearchAfter {
   return { value: value as number | null, id: state.id };
 }
 
+/** The position after the last item, with the order it belongs to. */
 export function cursorOf(next: SearchAfter | null, sort: ListingSort): string | null {
-  return next ? encodeCursor({ v: { s: sortName(sort), v: next.value }, id: next.id }) : null;
+  return next ? encodeCursor({ v: [sortName(sort), next.value], id: next.id }) : null;
 }
 
 /** The validated query parameters as a search of the index, scoped to the caller's account. */

@@ -1,7 +1,7 @@
 import type { Identity } from '@estate/contracts/accounts';
 import type { ListingPage, ListingSearchQuery } from '@estate/contracts/listings';
 import { assertRole } from '@estate/platform/auth';
-import { AppError } from '@estate/platform/errors';
+import { DependencyUnavailable } from '@estate/platform/errors';
 import { SearchIndexUnavailable, type ListingSearchResult } from '@estate/search';
 import { LISTING_READERS } from './listing.rules';
 import type { ListingIndexRepository } from './repositories/listing-index.repository';
@@ -19,11 +19,7 @@ export class SearchService {
     try {
       result = await this.deps.index.search(search);
     } catch (err) {
-      if (err instanceof SearchIndexUnavailable)
-        throw new AppError('service_unavailable', 'Search is unavailable for a moment; retry shortly', {
-          cause: err,
-          headers: { 'retry-after': '1' },
-        });
+      if (err instanceof SearchIndexUnavailable) throw new DependencyUnavailable('search index', err);
       throw err;
     }
     const page: ListingPage = {

@@ -5,7 +5,8 @@ import type { JobProgress } from '@estate/contracts/jobs';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
 import { MemoryListingIndex } from '@estate/search/memory-listing.index';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import type { DocumentStore } from '@estate/store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
@@ -25,12 +26,12 @@ export const listingSubjects = [
 ] as const;
 
 /**
- * The listings service over HTTP with `app.inject()`, on the embedded adapters: NeDB in memory,
+ * The listings service over HTTP with `app.inject()`, on the embedded adapters: SQLite in memory,
  * the in-process bus and the in-process search index, behind the gateway's signed identity.
  * `restart()` stands for the next process over the same store: a new bus and an empty index.
  */
 export class ListingsHarness {
-  readonly store = new NedbDocumentStore();
+  readonly store: DocumentStore;
   /** Every listing event published, in order and across restarts (complete after `runtime.relay.flush()`). */
   readonly events: BusMessage<(typeof listingSubjects)[number]>[] = [];
   /** Every job progress notice, in order and across restarts. */
@@ -39,11 +40,16 @@ export class ListingsHarness {
   runtime!: ListingsRuntime;
   bus!: MemoryBus;
 
-  private constructor() {}
+  private constructor(store: DocumentStore) {
+    this.store = store;
+  }
 
-  /** A started service; with `start: false` its runtime is composed but not started (no subscriber, no worker). */
-  static async start(options: { start?: boolean } = {}): Promise<ListingsHarness> {
-    const harness = new ListingsHarness();
+  /**
+   * A started service; with `start: false` its runtime is composed but not started (no subscriber, no worker).
+   * On NeDB in memory unless a store is given.
+   */
+  static async start(options: { start?: boolean; store?: DocumentStore } = {}): Promise<ListingsHarness> {
+    const harness = new ListingsHarness(options.store ?? SqliteDocumentStore.open(':memory:'));
     await harness.boot(options.start ?? true);
     return harness;
   }

@@ -148,6 +148,7 @@ describe('listing search over HTTP (in-process index)', () => {
     ['bbox with words', '/v1/listings?bbox=a,b,c,d', 'bbox'],
     ['bbox upside down', '/v1/listings?bbox=0,10,1,5', 'bbox'],
     ['unknown sort', '/v1/listings?sort=price', 'sort'],
+    ['distance order without near', '/v1/listings?sort=distance', 'sort'],
     ['unknown facet', '/v1/listings?facets=colour', 'facets.0'],
     ['updatedSince that is not a date', '/v1/listings?updatedSince=yesterday', 'updatedSince'],
     ['negative bedrooms', '/v1/listings?minBedrooms=-1', 'minBedrooms'],
@@ -162,9 +163,38 @@ describe('listing search over HTTP (in-process index)', () => {
     });
   });
 
+  it('orders by distance with near (nearest first unless told), gives each item its distance, and pages on', async () => {
+    const near = '/v1/listings?near=30.27,-97.74&radiusKm=50';
+    const res = await get(near);
+    expect(res.statusCode).toBe(200);
+    const items = res.json().items as Array<{ externalId: string; distanceKm: number }>;
+    // The cottage stands on the point, the loft half a kilometre away, the farm past Dripping Springs.
+    expect(items.map((l) => l.externalId)).toEqual(['cottage', 'loft', 'farm']);
+    expect(items[0].distanceKm).toBe(0);
+    expect(items[1].distanceKm).toBeCloseTo(0.5, 0);
+    expect(items[2].distanceKm).toBeGreaterThan(30);
+    expect(items[2].distanceKm).toBeLessThan(40);
+    expect(await found(`${near}&sort=-distance`)).toEqual(['farm', 'loft', 'cottage']);
+    const first = (await get(`${near}&sort=distance&limit=2`)).json();
+    expect(first.items.map((l: { externalId: string }) => l.externalId)).toEqual(['cottage', 'loft']);
+    expect(await found(`${near}&sort=distance&limit=2&cursor=${encodeURIComponent(first.nextCursor)}`)).toEqual([
+      'farm',
+    ]);
+    // Without near there is no distance to give.
+    expect((await get('/v1/listings?sort=listPrice')).json().items[0]).not.toHaveProperty('distanceKm');
+  });
+
   it('refuses a cursor it did not issue, or one made for another order, with 400 invalid_cursor', async () => {
     const { nextCursor } = (await get('/v1/listings?limit=1&sort=listPrice')).json();
-    for (const cursor of ['nonsense', Buffer.from('{"v":1}').toString('base64url'), nextCursor]) {
+    const [, tag] = (nextCursor as string).split('.');
+    const forged = Buffer.from('{"v":{"$ne":null},"id":"x"}').toString('base64url');
+    for (const cursor of [
+      'nonsense',
+      Buffer.from('{"v":1}').toString('base64url'),
+      forged,
+      `${forged}.${tag}`,
+      nextCursor,
+    ]) {
       const res = await get(`/v1/listings?limit=1&sort=-updatedAt&cursor=${cursor}`);
       expect(res.statusCode).toBe(400);
       expect(res.json().code).toBe('invalid_cursor');

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { BlobStore } from '@estate/blobs';
 import { OutboxRelay, type Bus } from '@estate/bus';
-import type { DocumentStore } from '@estate/store';
+import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import type { ListingLookup } from './clients/listings.client';
 import { ListingsSubscriber } from './events/listings.subscriber';
@@ -59,13 +59,15 @@ export async function composeMedia(deps: {
   log: Logger;
   clock?: () => Date;
   options?: Partial<MediaOptions>;
+  /** The store's transaction, where it has one (SQLite): the outbox relay clears what it published in one commit. */
+  transaction?: Transaction;
 }): Promise<MediaRuntime> {
   const options = { ...defaultMediaOptions, ...deps.options };
   const log = deps.log.child({ service: 'media' });
   const clock = deps.clock ?? (() => new Date());
   const { bus } = deps;
   const galleries = await GalleryRepository.open(deps.store);
-  const relay = new OutboxRelay({ bus, log });
+  const relay = new OutboxRelay({ bus, log, transaction: deps.transaction });
   relay.watch(GALLERIES_COLLECTION, galleries.collection);
   const files = new MediaFilesRepository(deps.blobs);
   // The in-process bus hands a consumer group one message at a time: one render runs at once there.

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { callerOf, requireSignedIdentity } from '@estate/platform/auth';
 import { notFound } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
-import { NedbDocumentStore } from '@estate/store/nedb.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { asCaller, eventually, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
@@ -74,7 +74,7 @@ function filesUnder(dir: string): string[] {
 export interface MediaHarness {
   app: FastifyInstance;
   runtime: MediaRuntime;
-  store: NedbDocumentStore;
+  store: SqliteDocumentStore;
   blobs: FsBlobStore;
   bus: MemoryBus;
   /** Every `media.media.changed` published, in order (after `runtime.relay.flush()`). */
@@ -130,7 +130,7 @@ async function startListingsStandIn(): Promise<{
   };
 }
 
-/** The media service over HTTP with `app.inject()`: NeDB in memory, MemoryBus, files in a temporary directory. */
+/** The media service over HTTP with `app.inject()`: SQLite in memory, MemoryBus, files in a temporary directory. */
 export async function startMedia(options: Partial<MediaOptions> = { workers: 1 }): Promise<MediaHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'media-int-'));
   const bus = new MemoryBus(log);
@@ -138,7 +138,7 @@ export async function startMedia(options: Partial<MediaOptions> = { workers: 1 }
   await bus.subscribe(['media.media.changed'], { durable: 'test' }, async (m) => {
     changes.push(m);
   });
-  const store = new NedbDocumentStore();
+  const store = SqliteDocumentStore.open(':memory:');
   const blobs = await FsBlobStore.open(join(dir, 'blobs'));
   const standIn = await startListingsStandIn();
   const listings = new ListingsClient({ listingsUrl: standIn.url, signingSecret: TEST_SIGNING_SECRET });

@@ -24,6 +24,27 @@ export class AppError extends Error {
   }
 }
 
+/** Seconds a client is told to wait (`Retry-After`) when an engine is away: outages we ride out are short. */
+export const DEPENDENCY_RETRY_AFTER_S = 2;
+
+/**
+ * An engine (store, bus, search index) this request needs does not answer: 503 `dependency_unavailable` with
+ * `Retry-After`, and nothing half-done (the write either reached the engine or did not). The detail names the
+ * dependency only; the engine's own error stays in `cause`, for the log.
+ */
+export class DependencyUnavailable extends AppError {
+  constructor(
+    readonly dependency: string,
+    cause?: unknown,
+  ) {
+    super('dependency_unavailable', `The ${dependency} is unavailable for a moment; retry shortly`, {
+      cause,
+      headers: { 'retry-after': String(DEPENDENCY_RETRY_AFTER_S) },
+    });
+    this.name = 'DependencyUnavailable';
+  }
+}
+
 /** Fields a client may read but never write; naming them in a body gets a precise message. */
 export const readOnlyFields = new Set([
   'id',

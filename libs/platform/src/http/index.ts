@@ -11,6 +11,7 @@ import {
 import type { Logger } from 'pino';
 import { decorateIdentity } from '../auth';
 import { installErrorHandling } from './problem';
+import { installJsonBodyParsers } from './json-body';
 import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
 
@@ -85,11 +86,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   }) as unknown as FastifyInstance;
   // JSON in, JSON out: anything else is 415 (the media service adds multipart for uploads).
   app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser(
-    'application/merge-patch+json',
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
-  );
+  installJsonBodyParsers(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   decorateIdentity(app);

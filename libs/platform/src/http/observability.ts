@@ -1,13 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { AppError } from '../errors';
+import { sendProblem } from './problem';
 
 export type ReadinessCheck = () => Promise<void>;
+
+/** A readiness probe answers within a second: each dependency gets this long. */
+const READINESS_TIMEOUT_MS = 800;
 
 /**
  * `/health/live` (the process answers), `/health/ready` (every dependency answers) and
  * `/metrics` (Prometheus text) for one service; no key needed.
  */
+
 export function installObservability(
   app: FastifyInstance,
   options: { service: string; checks: Record<string, ReadinessCheck> },
@@ -30,30 +35,48 @@ export function installObservability(
   });
 
   app.get('/health/live', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // Last state of each dependency: a change is logged once, in one line, not every failed probe with a stack.
+  const lastState = new Map<string, 'ok' | 'unavailable'>();
   app.get('/health/ready', { schema: { hide: true } }, async (request, reply) => {
     const results = await Promise.all(
       Object.entries(options.checks).map(async ([name, check]) => {
+        let state: 'ok' | 'unavailable' = 'ok';
+        let reason: string | undefined;
         try {
           await Promise.race([
             check(),
-            new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), 2000).unref()),
+            new Promise((_, reject) =>
+              setTimeout(
+                () => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)),
+                READINESS_TIMEOUT_MS,
+              ).unref(),
+            ),
           ]);
-          return [name, 'ok'] as const;
         } catch (err) {
-          request.log.warn({ err, dependency: name }, 'readiness check failed');
-          return [name, 'unavailable'] as const;
+          state = 'unavailable';
+          reason = err instanceof Error ? err.message : String(err);
         }
+        if (lastState.get(name) !== state) {
+          if (state === 'unavailable') request.log.warn({ dependency: name, reason }, 'dependency unavailable');
+          else if (lastState.has(name)) request.log.info({ dependency: name }, 'dependency available again');
+          lastState.set(name, state);
+        }
+        return [name, state] as const;
       }),
     );
     const checks = Object.fromEntries(results);
     if (results.some(([, s]) => s !== 'ok')) {
-      throw new AppError(
-        'service_unavailable',
-        `Not ready: ${results
-          .filter(([, s]) => s !== 'ok')
-          .map(([n]) => n)
-          .join(', ')}`,
-        { fields: { checks } },
+      // Sent, not thrown: a failed probe is an expected answer, not an error to log with a stack.
+      return sendProblem(
+        reply,
+        new AppError(
+          'service_unavailable',
+          `Not ready: ${results
+            .filter(([, s]) => s !== 'ok')
+            .map(([n]) => n)
+            .join(', ')}`,
+          { fields: { checks } },
+        ),
       );
     }
     return reply.send({ status: 'ok', checks });

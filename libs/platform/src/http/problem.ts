@@ -92,7 +92,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     } else {
       appError = fromFastifyError(err);
     }
-    if (appError.status >= 500) request.log.error({ err: appError.extra.cause ?? err }, 'request failed');
+    if (appError.code === 'dependency_unavailable') {
+      // Expected while an engine is away: one line per request, no stack trace.
+      const cause = appError.extra.cause as { message?: string } | undefined;
+      request.log.warn({ code: appError.code, reason: cause?.message ?? appError.detail }, appError.detail);
+    } else if (appError.status >= 500) request.log.error({ err: appError.extra.cause ?? err }, 'request failed');
     else request.log.info({ code: appError.code, status: appError.status }, appError.detail);
     return sendProblem(reply, appError);
   });

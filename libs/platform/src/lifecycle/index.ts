@@ -22,3 +22,4 @@ export function exitOnStartFailure(err: unknown): never {
   process.stderr.write(`Failed to start: ${message}\n`);
   process.exit(1);
 }
+export * from './wait-for';

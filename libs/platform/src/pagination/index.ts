@@ -1,3 +1,4 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors';
 
 /**
@@ -9,18 +10,52 @@ export interface CursorState {
   id: string;
 }
 
+/**
+ * Cursors are signed (HMAC-SHA256, truncated): an edited or forged cursor is refused like a malformed one, and
+ * what a cursor holds never reaches a store filter unless this process's deployment made it. Until
+ * {@link useCursorSecrets} is called, a key of this process alone signs (cursors then die with the process).
+ */
+let cursorKeys: Buffer[] = [randomBytes(32)];
+const TAG_BYTES = 16;
+
+/** The deployment's secrets, current first; a cursor signed with any of them is accepted (a rotation keeps cursors valid). */
+export function useCursorSecrets(secrets: readonly string[]): void {
+  if (secrets.length === 0) throw new Error('cursor signing needs at least one secret');
+  cursorKeys = secrets.map((secret) => createHmac('sha256', secret).update('estate cursor signing v1').digest());
+}
+
+const tagOf = (key: Buffer, body: string): Buffer =>
+  createHmac('sha256', key).update(body).digest().subarray(0, TAG_BYTES);
+
+/** A sort value a cursor may carry: what keyset pages compare on, never an object a store would read as an operator. */
+const isPosition = (v: unknown): boolean =>
+  v === null ||
+  typeof v === 'string' ||
+  typeof v === 'boolean' ||
+  (typeof v === 'number' && Number.isFinite(v)) ||
+  (Array.isArray(v) && v.length <= 4 && v.every((x) => !Array.isArray(x) && isPosition(x)));
+
 export function encodeCursor(state: CursorState): string {
-  return Buffer.from(JSON.stringify(state)).toString('base64url');
+  const body = Buffer.from(JSON.stringify(state)).toString('base64url');
+  return `${body}.${tagOf(cursorKeys[0], body).toString('base64url')}`;
 }
 
 export function decodeCursor(raw: string | undefined): CursorState | undefined {
   if (raw === undefined) return undefined;
-  try {
-    const parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Partial<CursorState>;
-    if (parsed && typeof parsed === 'object' && typeof parsed.id === 'string' && 'v' in parsed)
-      return parsed as CursorState;
-  } catch {
-    // fall through
+  const [body, tag, extra] = raw.split('.');
+  const given = tag === undefined ? undefined : Buffer.from(tag, 'base64url');
+  const signed =
+    extra === undefined &&
+    given?.length === TAG_BYTES &&
+    cursorKeys.some((key) => timingSafeEqual(tagOf(key, body), given));
+  if (signed) {
+    try {
+      const parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Partial<CursorState>;
+      if (parsed && typeof parsed === 'object' && typeof parsed.id === 'string' && isPosition(parsed.v))
+        return { v: parsed.v, id: parsed.id };
+    } catch {
+      // fall through
+    }
   }
   throw new AppError('invalid_cursor', 'The cursor is not one this API issued; start again without it');
 }

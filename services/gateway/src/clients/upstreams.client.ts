@@ -73,6 +73,9 @@ export async function proxyToUpstreams(
             ? { body: request.body, contentType: request.headers['content-type'] ?? 'application/json' }
             : {};
         return reply.from(request.url, {
+          // A 503 (an engine away) goes back to the client with its Retry-After at once; by default a GET
+          // would be retried up to 10 times, holding the request for as long as the outage lasts.
+          retryDelay: () => null,
           ...raw,
           rewriteRequestHeaders: (_req, headers) => {
             const out: Record<string, string | string[] | undefined> = { ...headers };

@@ -1,5 +1,6 @@
 import type { Activity } from '@estate/contracts/leads';
 import {
+  findOwned,
   DuplicateKeyError,
   type DocumentCollection,
   type DocumentStore,
@@ -71,7 +72,7 @@ export class ActivityRepository {
   /** Whether the activity is stored; the ones this process wrote (the usual case for its own events) are answered from memory. */
   async exists(accountId: string, id: string): Promise<boolean> {
     if (this.stored.has(`${accountId}/${id}`)) return true;
-    const found = (await this.collection.findOne({ id, accountId })) !== null;
+    const found = (await findOwned(this.collection, id, accountId)) !== null;
     if (found) this.remember(accountId, id);
     return found;
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Agent } from '@estate/contracts/leads';
 import {
+  findOwned,
   updateVersioned,
   type DocumentCollection,
   type DocumentStore,
@@ -50,7 +51,7 @@ export class AgentRepository {
   }
 
   async get(accountId: string, id: string): Promise<Agent | null> {
-    const doc = await this.collection.findOne({ id, accountId });
+    const doc = await findOwned(this.collection, id, accountId);
     return doc ? toAgent(doc) : null;
   }
 
@@ -90,7 +91,7 @@ export class AgentRepository {
       what: 'agent',
       attempts: RESERVE_ATTEMPTS,
       versionOf: (agent) => agent?.version ?? 0,
-      read: () => this.collection.findOne({ id: agentId, accountId }),
+      read: () => findOwned(this.collection, agentId, accountId),
       write: async (agent) => {
         attempt++;
         if (!agent || !agent.active || agent.openLeads >= agent.capacity) return { token: null };

@@ -1,4 +1,4 @@
-import { replaceFields, storable } from '@estate/store';
+import { findOwned, replaceFields, storable } from '@estate/store';
 import type { ActivitySummary, Assignment, LeadStatus, ScoreBreakdown } from '@estate/contracts/leads';
 import type { OutboxDoc, OutboxEntry } from '@estate/bus';
 import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
@@ -117,7 +117,7 @@ export class LeadRepository {
       { fields: { phoneKey: 1 }, unique: true, sparse: true },
       { fields: { accountId: 1, createdAt: -1 } },
       { fields: { accountId: 1, agentId: 1 } },
-      // NeDB re-indexes every token on every write and never uses the index for `q` (it sits in an `$and`); MongoDB does use it.
+      // A multikey index serves `q` on MongoDB; SQLite indexes no array members, and checks the tokens of the account's leads.
       ...(store.kind === 'mongo' ? [{ fields: { searchTokens: 1 as const } }] : []),
       { fields: { interestListingIds: 1 } },
       { fields: { 'slot.token': 1 } },
@@ -134,13 +134,13 @@ export class LeadRepository {
   }
 
   async get(accountId: string, id: string): Promise<StoredLead | null> {
-    const doc = await this.collection.findOne({ id, accountId });
+    const doc = await findOwned(this.collection, id, accountId);
     return doc ? toStored(doc) : null;
   }
 
   /** The lead that has this email, else the one that has this phone, in the account. */
   async findByContact(accountId: string, contact: { email?: string; phone?: string }): Promise<StoredLead | null> {
-    // Two indexed lookups rather than one `$or`, which NeDB cannot answer from its indexes.
+    // Two indexed lookups rather than one `$or`, which not every engine answers from its indexes.
     const byEmail = contact.email
       ? await this.collection.findOne({ emailKey: emailKey(accountId, contact.email) })
       : null;

@@ -1,5 +1,12 @@
 import type { RoutingRule, RoutingSettings } from '@estate/contracts/leads';
-import { DuplicateKeyError, type DocumentCollection, type DocumentStore, replaceFields, storable } from '@estate/store';
+import {
+  DuplicateKeyError,
+  findOwned,
+  type DocumentCollection,
+  type DocumentStore,
+  replaceFields,
+  storable,
+} from '@estate/store';
 
 type RuleDoc = Omit<RoutingRule, 'weights'> & { accountId: string; weights?: Record<string, number> };
 type SettingsDoc = RoutingSettings & { id: string };
@@ -52,7 +59,7 @@ export class RoutingRepository {
   }
 
   async getRule(accountId: string, id: string): Promise<RoutingRule | null> {
-    const doc = await this.rules.findOne({ id, accountId });
+    const doc = await findOwned(this.rules, id, accountId);
     return doc ? toRule(doc) : null;
   }
 

@@ -1,7 +1,7 @@
 import type { Role } from '@estate/contracts/accounts';
 import type { Job, JobItemError, JobItemResult, JobProgressCounts, JobState, JobType } from '@estate/contracts/jobs';
 import { withoutOutbox, type OutboxDoc } from '@estate/bus';
-import type { DocumentCollection, DocumentStore } from '@estate/store';
+import { findOwned, type DocumentCollection, type DocumentStore } from '@estate/store';
 
 export const BULK_JOBS_COLLECTION = 'bulk_jobs';
 /**
@@ -97,7 +97,7 @@ export class BulkJobRepository {
 
   /** The public record, or null when the job does not exist in this account. */
   async get(accountId: string, id: string): Promise<Job | null> {
-    const doc = await this.collection.findOne({ id, accountId });
+    const doc = await findOwned(this.collection, id, accountId);
     return doc ? toJob(doc) : null;
   }
 

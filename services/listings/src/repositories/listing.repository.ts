@@ -1,4 +1,4 @@
-import { storable } from '@estate/store';
+import { findOwned, ownedBy, storable } from '@estate/store';
 import type { Listing, ListingMediaSummary } from '@estate/contracts/listings';
 import { notDeleted, updateWithOutbox, withOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
 import {
@@ -78,7 +78,7 @@ export class ListingRepository {
   }
 
   async get(accountId: string, id: string): Promise<Listing | null> {
-    const doc = await this.collection.findOne({ id, accountId, ...notDeleted });
+    const doc = await findOwned(this.collection, id, accountId);
     return doc ? toListing(doc) : null;
   }
 
@@ -87,13 +87,14 @@ export class ListingRepository {
     accountId: string,
     by: { id: string } | { externalKey: string },
   ): Promise<ListingWithApplied | null> {
-    const doc = await this.collection.findOne({ ...by, accountId, ...notDeleted });
+    // By the primary key or the unique feed key (a tombstone has none): one index probe either way.
+    const doc = ownedBy(await this.collection.findOne(by), accountId);
     return doc ? { listing: toListing(doc), applied: doc._applied ?? [] } : null;
   }
 
   async findByExternalKey(externalKey: string): Promise<Listing | null> {
-    const doc = await this.collection.findOne({ externalKey, ...notDeleted });
-    return doc ? toListing(doc) : null;
+    const doc = await this.collection.findOne({ externalKey });
+    return doc && !doc._deleted ? toListing(doc) : null;
   }
 
   /**
@@ -155,7 +156,7 @@ export class ListingRepository {
     const outcome = await updateVersioned<ListingDoc | null, { applied: Listing | null }>({
       what: 'listing',
       attempts: MEDIA_SUMMARY_ATTEMPTS,
-      read: () => this.collection.findOne({ id, accountId, ...notDeleted }),
+      read: () => findOwned(this.collection, id, accountId),
       versionOf: (doc) => doc?.version ?? 0,
       write: async (doc) => {
         if (!doc || (doc._mediaRevision ?? 0) >= revision) return { applied: null };

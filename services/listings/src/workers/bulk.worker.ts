@@ -6,6 +6,7 @@ import { jobProgressSubject, type JobItemError, type JobState } from '@estate/co
 import { RetryLater, Unprocessable, type Bus, type Subscription } from '@estate/bus';
 import type { RequestContext } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
+import type { Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import {
   APPLIED_ITEMS_KEPT,
@@ -29,6 +30,11 @@ export interface BulkWorkerDeps {
   leaseMs?: number;
   /** JetStream ack wait of a job delivery (kept alive while the job runs). */
   ackWaitMs?: number;
+  /**
+   * The listings store's transaction, when it has one: items are then applied many to a commit, each
+   * commit with the job's record of them, so a crash re-runs none that counted and loses none.
+   */
+  transaction?: Transaction;
 }
 
 /** Every listings replica subscribes under this name: together they are one work-queue consumer. */
@@ -53,6 +59,8 @@ const RECORD_EVERY_ITEMS = 10;
 const RECORD_EVERY_MS = 200;
 /** Items of one job applied at once: a store's round trips overlap, as concurrent single writes' do. */
 const ITEMS_IN_FLIGHT = 8;
+/** Items applied in one transaction with their record on the job, where the store has transactions. */
+const ITEMS_PER_TRANSACTION = 50;
 /**
  * Items started but not yet recorded, at most. A crash re-runs them; each listing remembers the
  * last bulk items applied to it (see `ListingUpsertService`), which must cover them all.
@@ -169,7 +177,10 @@ export class BulkWorker {
       Math.max(100, Math.floor(this.leaseMs / 3)),
     );
     try {
-      await this.process(claimed, items, () => leaseLost, log);
+      if (this.deps.transaction)
+        await this.processInTransactions(this.deps.transaction, claimed, items, () => leaseLost);
+      else await this.process(claimed, items, () => leaseLost);
+      await this.end(claimed.id, log);
     } catch (err) {
       if (err instanceof RetryLater) throw err;
       // Let any replica retry at once rather than after the lease (the bus backs off).
@@ -180,21 +191,18 @@ export class BulkWorker {
     }
   }
 
+  /**
+   * Applies the items a few at once (in order where they touch the same listing), recording outcomes in
+   * item order in groups; an item written but not yet recorded is recognised by the listing it wrote.
+   */
   private async process(
     claimed: BulkJobDoc,
     items: Record<string, unknown>[],
     leaseLost: () => boolean,
-    log: Logger,
   ): Promise<void> {
     const jobId = claimed.id;
     const total = claimed.progress.total;
-    const who: Identity = {
-      accountId: claimed.accountId,
-      keyId: claimed.submittedBy.keyId,
-      role: claimed.submittedBy.role,
-      agentId: null,
-    };
-    const ctx: RequestContext = { who, requestId: claimed.requestId };
+    const ctx = contextOf(claimed);
     let job = claimed;
     let next = job.progress.processed;
     let recordedAt = Date.now();
@@ -265,7 +273,46 @@ export class BulkWorker {
     if (failure !== undefined) throw failure;
     if (leaseLost()) throw new RetryLater(`bulk job ${jobId}: lease lost`, this.leaseMs);
     await record(true);
-    if (job.progress.processed < total) {
+  }
+
+  /**
+   * Applies the items in transactions of many, one after another, each committing with the job's
+   * record of its items: after a crash the job resumes exactly after the last commit.
+   */
+  private async processInTransactions(
+    transaction: Transaction,
+    claimed: BulkJobDoc,
+    items: Record<string, unknown>[],
+    leaseLost: () => boolean,
+  ): Promise<void> {
+    const ctx = contextOf(claimed);
+    let job = claimed;
+    this.announce(job);
+    while (job.progress.processed < job.progress.total && !this.stopping) {
+      if (leaseLost()) throw new RetryLater(`bulk job ${job.id}: lease lost`, this.leaseMs);
+      const from = job.progress.processed;
+      const to = Math.min(job.progress.total, from + ITEMS_PER_TRANSACTION);
+      job = await transaction(async () => {
+        const outcomes: ItemOutcome[] = [];
+        for (let index = from; index < to; index++) {
+          outcomes.push(await this.apply(ctx, items[index], { jobId: job.id, index }));
+        }
+        const recorded = await this.deps.jobs.record(job, this.owner, outcomes, this.deps.clock(), this.leaseMs);
+        // Throwing rolls the items back: the worker that took the job over applies them.
+        if (!recorded) throw new RetryLater(`bulk job ${job.id}: taken over at item ${from}`, this.leaseMs);
+        return recorded;
+      });
+      this.announce(job);
+    }
+  }
+
+  /** Ends the job once every item is recorded, or hands it back when the worker stops first. */
+  private async end(jobId: string, log: Logger): Promise<void> {
+    const job = await this.deps.jobs.load(jobId);
+    if (!job || job.lease?.owner !== this.owner || job.state !== 'running') {
+      throw new RetryLater(`bulk job ${jobId}: taken over before it could finish`, this.leaseMs);
+    }
+    if (job.progress.processed < job.progress.total) {
       await this.deps.jobs.release(jobId, this.owner);
       log.info({ at: job.progress.processed }, 'bulk job handed back: the worker is stopping');
       throw new RetryLater('worker stopping; job handed back', 0);
@@ -309,4 +356,15 @@ export class BulkWorker {
   private announce(job: BulkJobDoc): void {
     this.deps.bus.notify(jobProgressSubject(job.id), progressOf(job), { requestId: job.requestId });
   }
+}
+
+/** Items run as the key that submitted the job. */
+function contextOf(job: BulkJobDoc): RequestContext {
+  const who: Identity = {
+    accountId: job.accountId,
+    keyId: job.submittedBy.keyId,
+    role: job.submittedBy.role,
+    agentId: null,
+  };
+  return { who, requestId: job.requestId };
 }

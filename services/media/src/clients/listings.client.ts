@@ -2,7 +2,7 @@ import type { Identity } from '@estate/contracts/accounts';
 import { problem } from '@estate/contracts/errors';
 import { listing } from '@estate/contracts/listings';
 import { signIdentity } from '@estate/platform/auth';
-import { AppError } from '@estate/platform/errors';
+import { AppError, DependencyUnavailable } from '@estate/platform/errors';
 
 /** What the media service needs to know of a listing it has not heard of from the events yet. */
 export interface ListingFound {
@@ -39,9 +39,7 @@ export class ListingsClient implements ListingLookup {
       });
     } catch (err) {
       // The cause in one line: a timeout's DOMException would otherwise fill the log.
-      throw new AppError('service_unavailable', 'The listings service did not answer; retry shortly', {
-        cause: `${(err as Error).name}: ${(err as Error).message}`,
-      });
+      throw new DependencyUnavailable('listings service', `${(err as Error).name}: ${(err as Error).message}`);
     }
     const body: unknown = await res.json().catch(() => undefined);
     if (res.ok) {
@@ -52,6 +50,9 @@ export class ListingsClient implements ListingLookup {
       });
     }
     const refused = problem.safeParse(body);
+    // The listings service is up but its own store is not: as retryable here as there.
+    if (refused.success && refused.data.code === 'dependency_unavailable')
+      throw new DependencyUnavailable('listings service', refused.data.detail);
     // Not the caller's listing, or a role that may not read it: either way not theirs to add media to.
     if (refused.success && (refused.data.code === 'listing_not_found' || refused.data.code === 'forbidden'))
       return null;

@@ -7,15 +7,18 @@ export function isTargetKind(value: string): value is TargetKind {
   return (targetKinds as readonly string[]).includes(value);
 }
 
-/** The whole embedded product (gateway edge + services on NeDB + in-process bus). */
+/** The whole embedded product (gateway edge + services on SQLite + in-process bus). */
 export interface EmbeddedSpec {
   kind: 'embedded';
   dataDir: string;
   adminApiKey: string;
   rateLimitPerMinute: number;
   logLevel: 'silent' | 'warn' | 'error';
-  /** Search bench: which index serves listings, and how many generated listings it is seeded with directly. */
-  search?: { index: 'memory' } | { index: 'elasticsearch'; url: string; alias: string };
+  /**
+   * Search bench: which index serves listings (the product's own SQLite one unless Elasticsearch), and how
+   * many generated listings are written straight into the data folder (SQLite) or the index before it serves.
+   */
+  search?: { index: 'sqlite' } | { index: 'elasticsearch'; url: string; alias: string };
   seedListings?: number;
 }
 

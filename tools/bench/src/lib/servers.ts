@@ -56,7 +56,8 @@ export class ServerPool {
     private readonly logSink: (line: string) => void,
   ) {}
 
-  async start(name: string, spec: TargetSpec): Promise<ServerHandle> {
+  /** `startTimeoutMs`: for a start that first writes a large data set (the search bench's seeding). */
+  async start(name: string, spec: TargetSpec, options: { startTimeoutMs?: number } = {}): Promise<ServerHandle> {
     const child = fork(this.entry, ['--serve', spec.kind], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       execArgv: [],
@@ -102,7 +103,7 @@ export class ServerPool {
 
     let port: number;
     try {
-      port = await withTimeout(ready, START_TIMEOUT_MS, `starting ${name}`);
+      port = await withTimeout(ready, options.startTimeoutMs ?? START_TIMEOUT_MS, `starting ${name}`);
     } catch (err) {
       await this.stopChild(child);
       throw err;

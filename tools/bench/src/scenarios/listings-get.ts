@@ -17,7 +17,7 @@ const round = (n: number): number => Math.round(n * 1000) / 1000;
 export const listingsGet: Scenario = {
   name: 'listings-get',
   description:
-    'GET /v1/listings/:id through the gateway edge (embedded profile, NeDB) vs bare Fastify answering the same JSON',
+    'GET /v1/listings/:id through the gateway edge (embedded profile, SQLite) vs bare Fastify answering the same JSON',
 
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const adminApiKey = `bench_${randomBytes(24).toString('base64url')}`;
@@ -57,7 +57,7 @@ export const listingsGet: Scenario = {
     const gw = await measureTarget(ctx, gateway, {
       path,
       headers: auth,
-      description: 'embedded profile: rate limit, API-key auth, zod validation and serialization, NeDB read',
+      description: 'embedded profile: rate limit, API-key auth, zod validation and serialization, SQLite read',
     });
     const base = await measureTarget(ctx, bare, {
       path,

@@ -134,7 +134,7 @@ async function peakRss(
 export const media: Scenario = {
   name: 'media',
   description:
-    'Photo uploads of 12-megapixel JPEGs through the gateway (embedded profile: multipart, blob store, NeDB, in-process job queue, sharp renditions), ' +
+    'Photo uploads of 12-megapixel JPEGs through the gateway (embedded profile: multipart, blob store, SQLite, in-process job queue, sharp renditions), ' +
     "against the same renditions made by sharp directly in the bench process; and the server's peak RSS under 10 concurrent 10 MB uploads",
 
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {

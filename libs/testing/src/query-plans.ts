@@ -1,0 +1,108 @@
+import mongoose from 'mongoose';
+import type {
+  DocumentCollection,
+  DocumentStore,
+  Filter,
+  FindOptions,
+  IndexSpec,
+  StoredDoc,
+  Update,
+} from '@estate/store';
+import { toEngineFilter, toEngineSort } from '@estate/store/id-mapping';
+
+/** One query a repository sent, as the port saw it. */
+export interface RecordedQuery {
+  collection: string;
+  op: string;
+  filter: Filter;
+  options?: FindOptions;
+}
+
+/**
+ * A document store that passes everything through and records each filter the repositories send,
+ * so a test can ask the engine how it would answer them ({@link collectionScans}).
+ */
+export class QueryRecordingStore implements DocumentStore {
+  readonly queries: RecordedQuery[] = [];
+
+  constructor(private readonly inner: DocumentStore) {}
+
+  get kind() {
+    return this.inner.kind;
+  }
+
+  async collection<T extends StoredDoc>(name: string, indexes?: IndexSpec[]): Promise<DocumentCollection<T>> {
+    const col = await this.inner.collection<T>(name, indexes);
+    const record = (op: string, filter: Filter, options?: FindOptions) =>
+      this.queries.push({ collection: name, op, filter, options });
+    return {
+      insertOne: (doc: T) => col.insertOne(doc),
+      findOne: (filter: Filter) => (record('findOne', filter), col.findOne(filter)),
+      find: (filter: Filter, options?: FindOptions) => (record('find', filter, options), col.find(filter, options)),
+      count: (filter: Filter) => (record('count', filter), col.count(filter)),
+      updateOne: (filter: Filter, update: Update) => (record('updateOne', filter), col.updateOne(filter, update)),
+      updateMany: (filter: Filter, update: Update) => (record('updateMany', filter), col.updateMany(filter, update)),
+      deleteOne: (filter: Filter) => (record('deleteOne', filter), col.deleteOne(filter)),
+      deleteMany: (filter: Filter) => (record('deleteMany', filter), col.deleteMany(filter)),
+    };
+  }
+
+  ping(): Promise<void> {
+    return this.inner.ping();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  /** Forgets what was recorded (after seeding data, say). */
+  clear(): void {
+    this.queries.length = 0;
+  }
+}
+
+type Plan = Record<string, unknown>;
+
+/** Every `stage` in a MongoDB plan tree. */
+function stages(plan: unknown, out: string[] = []): string[] {
+  if (Array.isArray(plan)) plan.forEach((p) => stages(p, out));
+  else if (plan && typeof plan === 'object') {
+    for (const [k, v] of Object.entries(plan as Plan)) {
+      if (k === 'stage' && typeof v === 'string') out.push(v);
+      else stages(v, out);
+    }
+  }
+  return out;
+}
+
+/**
+ * Asks the engine how it would answer each recorded query and describes the ones that read the whole
+ * collection: on MongoDB a `COLLSCAN` stage; on FerretDB a filter it does not push down to its backend
+ * (it would then fetch every document and filter in its own process).
+ */
+export async function collectionScans(url: string, dbName: string, queries: RecordedQuery[]): Promise<string[]> {
+  const client = await mongoose.mongo.MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
+  try {
+    const db = client.db(dbName);
+    const scans: string[] = [];
+    const seen = new Set<string>();
+    for (const q of queries) {
+      const key = JSON.stringify([q.collection, q.filter, q.options?.sort]);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      let cursor = db.collection(q.collection).find(toEngineFilter(q.filter));
+      if (q.options?.sort) cursor = cursor.sort(toEngineSort(q.options.sort));
+      if (q.options?.limit !== undefined) cursor = cursor.limit(q.options.limit);
+      const plan = (await cursor.explain()) as Plan;
+      const what = `${q.collection}.${q.op}(${JSON.stringify(q.filter)})`;
+      if ('filterPushdown' in plan) {
+        if (plan.filterPushdown !== true) scans.push(`${what}: FerretDB does not push the filter down`);
+      } else if (stages(plan.queryPlanner).includes('COLLSCAN')) {
+        scans.push(`${what}: COLLSCAN`);
+      }
+    }
+    return scans;
+  } finally {
+    await client.close();
+  }
+}

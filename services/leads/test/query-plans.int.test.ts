@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+import { MongoDocumentStore } from '@estate/store/mongo.document-store';
+import { collectionScans, describeWithEngines, QueryRecordingStore } from '@estate/testing';
+import { admin, log, startLeads, type LeadsHarness } from './harness';
+
+/**
+ * Lead capture's queries (contact de-duplication by e-mail and phone, reading a lead or an agent) must be
+ * answered from an index on MongoDB and pushed down to the backend on the test engine: `explain` says so.
+ */
+describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
+  const dbName = `plans_leads_${randomUUID().slice(0, 8)}`;
+  let store: QueryRecordingStore;
+  let h: LeadsHarness;
+
+  beforeAll(async () => {
+    store = new QueryRecordingStore(await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName, log }));
+    h = await startLeads({ store });
+  });
+  afterAll(async () => {
+    await h.close();
+    const drop = await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName });
+    await drop.dropDatabase();
+    await drop.close();
+    await store.close();
+  });
+
+  it('captures, de-duplicates and reads leads without a collection scan', async () => {
+    for (let i = 0; i < 10; i++) {
+      const res = await h.call(admin, 'POST', '/v1/leads', { name: `L${i}`, email: `l${i}@example.com` });
+      expect(res.statusCode).toBe(201);
+    }
+    const agent = await h.call(admin, 'POST', '/v1/agents', { name: 'A', email: 'a@example.com' });
+    expect(agent.statusCode).toBe(201);
+    store.clear();
+    const first = await h.call(admin, 'POST', '/v1/leads', {
+      name: 'N',
+      email: 'n@example.com',
+      phone: '+15125550177',
+    });
+    expect(first.statusCode).toBe(201);
+    const again = await h.call(admin, 'POST', '/v1/leads', { name: 'N', email: 'n@example.com' });
+    expect(again.json().id).toBe(first.json().id);
+    const byPhone = await h.call(admin, 'POST', '/v1/leads', { name: 'N', phone: '+15125550177' });
+    expect(byPhone.json().id).toBe(first.json().id);
+    expect((await h.call(admin, 'GET', `/v1/leads/${first.json().id}`)).statusCode).toBe(200);
+    expect((await h.call(admin, 'GET', `/v1/agents/${agent.json().id}`)).statusCode).toBe(200);
+
+    const single = store.queries.filter(
+      (q) => (q.collection === 'leads' || q.collection === 'agents') && q.op !== 'find' && q.op !== 'count',
+    );
+    expect(single.some((q) => 'emailKey' in q.filter)).toBe(true);
+    expect(single.some((q) => 'phoneKey' in q.filter)).toBe(true);
+    expect(await collectionScans(urls.MONGODB_URL, dbName, single)).toEqual([]);
+  });
+});

@@ -1,0 +1,130 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describeWithEngines, eventually, listingBody } from '@estate/testing';
+import { apiClient, freePort, startCluster, type Api, type Cluster } from './harness';
+
+/** How long the bus is away. */
+const OUTAGE_MS = 10_000;
+const WORKERS = 3;
+
+/** A NATS server of the test's own (JetStream in its own folder), which the test may stop and start again. */
+async function privateNats() {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'estate-fault-nats-'));
+  let child: ChildProcess | undefined;
+  let output = '';
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async start() {
+      if (child && child.exitCode === null && child.signalCode === null) return;
+      child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+      await eventually(() => expect(output).toContain('Server is ready'), { timeoutMs: 30_000 });
+    },
+    async stop() {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise((r) => c.once('exit', r));
+      output = '';
+      c.kill('SIGTERM');
+      await exited;
+    },
+    async destroy() {
+      await this.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Tier 3: NATS goes away for 10 s while clients create listings. Writes do not need the bus (each change and
+ * its event are one store write; the outbox publishes later), so every one is acknowledged; once the bus is
+ * back the events go out and every acknowledged listing becomes searchable, once.
+ */
+describeWithEngines(
+  'bus outage (separate processes, real engines)',
+  ['MONGODB_URL', 'NATS_URL', 'ELASTICSEARCH_URL'],
+  (urls) => {
+    let nats: Awaited<ReturnType<typeof privateNats>>;
+    let cluster: Cluster | undefined;
+    let api: Api;
+
+    beforeAll(async () => {
+      nats = await privateNats();
+      await nats.start();
+      cluster = await startCluster({
+        name: 'sysfaultbus',
+        engines: { ...urls, NATS_URL: nats.url },
+        replicas: { listings: 1, media: 0, leads: 0 },
+        keys: { platform: false },
+      });
+      api = apiClient(cluster.gateway, cluster.keys.admin);
+    }, 180_000);
+
+    afterAll(async () => {
+      // The bus must be up for the cluster's cleanup (its streams are dropped).
+      await nats?.start().catch(() => undefined);
+      await cluster?.stop();
+      await nats?.destroy();
+    }, 120_000);
+
+    it('acknowledges every write while the bus is away, and indexes each one once it is back', async () => {
+      const source = `faults-bus-${cluster!.run}`;
+      const acknowledged: string[] = [];
+      const other: string[] = [];
+      let slowestMs = 0;
+      let n = 0;
+      let running = true;
+      const worker = async () => {
+        while (running) {
+          const started = Date.now();
+          const res = await api('POST', '/v1/listings', listingBody({ externalId: `B-${n++}`, source }));
+          slowestMs = Math.max(slowestMs, Date.now() - started);
+          if (res.status === 201) acknowledged.push(res.body.id);
+          else other.push(`${res.status} ${res.body?.code ?? ''}`);
+          await sleep(50);
+        }
+      };
+      const workers = Array.from({ length: WORKERS }, worker);
+      await sleep(1500);
+      await nats.stop();
+      await sleep(OUTAGE_MS);
+      const beforeRestart = acknowledged.length;
+      await nats.start();
+      await sleep(1500);
+      running = false;
+      await Promise.all(workers);
+      process.stdout.write(
+        `bus outage: ${JSON.stringify({ acknowledged: acknowledged.length, beforeRestart, other, slowestMs })}\n`,
+      );
+
+      expect(other).toEqual([]);
+      expect(acknowledged.length).toBeGreaterThan(0);
+      // Every acknowledged listing reaches the search index (through its event), and each exactly once.
+      await eventually(
+        async () => {
+          const page = await api('GET', `/v1/listings?source=${source}&limit=100`);
+          expect(page.body.total).toBe(acknowledged.length);
+        },
+        { timeoutMs: 120_000, intervalMs: 500 },
+      );
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { body: { items: { id: string }[]; nextCursor: string | null } } = await api(
+          'GET',
+          `/v1/listings?source=${source}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
+        seen.push(...page.body.items.map((l) => l.id));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      expect(seen.sort()).toEqual([...acknowledged].sort());
+    }, 300_000);
+  },
+);
