@@ -1,5 +1,5 @@
 import { startEmbedded } from './harness';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listingBody } from '@estate/testing';
@@ -166,6 +166,36 @@ describe('embedded profile through the gateway edge', () => {
         })
       ).statusCode,
     ).toBe(201);
+  });
+
+  it('never keeps a secret for a replay: a repeated key or account creation answers the same, secret left out', async () => {
+    const calls = [
+      { key: ADMIN, url: '/v1/api-keys', payload: { name: 'feed', role: 'integration' }, secretAt: ['secret'] },
+      { key: PLATFORM, url: '/v1/accounts', payload: { name: 'Acme' }, secretAt: ['adminKey', 'secret'] },
+    ];
+    for (const { key, url, payload, secretAt } of calls) {
+      const send = () => call(key, { method: 'POST', url, payload, headers: { 'idempotency-key': `secret-${url}` } });
+      const first = await send();
+      expect(first.statusCode).toBe(201);
+      expect(first.headers['cache-control']).toBe('no-store');
+      const secret = secretAt.reduce((v: Record<string, unknown>, k) => v[k] as Record<string, unknown>, first.json());
+      expect(secret).toEqual(expect.stringMatching(/^ek_/));
+
+      const replay = await send();
+      expect(replay.statusCode).toBe(201);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.headers['cache-control']).toBe('no-store');
+      const expected = first.json();
+      const holder = secretAt
+        .slice(0, -1)
+        .reduce((v: Record<string, unknown>, k) => v[k] as Record<string, unknown>, expected);
+      delete holder[secretAt[secretAt.length - 1]];
+      expect(replay.json()).toEqual(expected);
+      // The secret works, and is nowhere in the gateway's file.
+      expect((await call(String(secret), { method: 'GET', url: '/v1/listings' })).statusCode).not.toBe(401);
+      for (const file of ['gateway.sqlite', 'gateway.sqlite-wal'].filter((f) => existsSync(join(dir, f))))
+        expect(readFileSync(join(dir, file)).includes(String(secret))).toBe(false);
+    }
   });
 
   it('answers 409 to a replay while the first request with the key is still running', async () => {

@@ -59,3 +59,28 @@ export function inProgress(headers?: Record<string, string>): AppError {
     headers ? { headers } : {},
   );
 }
+
+/** Fields that hold a secret shown once: never kept for a replay. */
+const SECRET_FIELDS = new Set(['secret']);
+
+/**
+ * The answer body as kept for replays: JSON with every secret field left out (a replay of a call that
+ * made a key says what was made, not the key), anything else as it is.
+ */
+export function keptBody(body: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  const pending: unknown[] = [parsed];
+  for (let value = pending.pop(); value !== undefined; value = pending.pop()) {
+    if (value === null || typeof value !== 'object') continue;
+    for (const [key, child] of Object.entries(value)) {
+      if (SECRET_FIELDS.has(key) && !Array.isArray(value)) delete (value as Record<string, unknown>)[key];
+      else pending.push(child);
+    }
+  }
+  return JSON.stringify(parsed);
+}

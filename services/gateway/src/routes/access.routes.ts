@@ -25,7 +25,8 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     async (request, reply) => {
       const who = callerOf(request);
       assertRole(who, ['admin'], 'manage API keys');
-      return reply.code(201).send(await access.createKey(who.accountId, request.body));
+      const created = await access.createKey(who.accountId, request.body);
+      return reply.code(201).header('cache-control', 'no-store').send(created);
     },
   );
 
@@ -75,7 +76,8 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     },
     async (request, reply) => {
       assertRole(callerOf(request), ['platform'], 'create accounts');
-      return reply.code(201).send(await access.createAccount(request.body.name));
+      const created = await access.createAccount(request.body.name);
+      return reply.code(201).header('cache-control', 'no-store').send(created);
     },
   );
 }

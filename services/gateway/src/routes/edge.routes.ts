@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { hashSecret } from '../access.rules';
 import type { AccessService } from '../access.service';
 import type { IdempotencyService } from '../idempotency.service';
+import { keptBody } from '../idempotency.rules';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -16,7 +17,7 @@ declare module 'fastify' {
 }
 
 /** Headers a replayed answer carries again. */
-const REPLAYED_HEADERS = ['content-type', 'location', 'etag'];
+const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control'];
 
 const hashes = new WeakMap<FastifyRequest, string | null>();
 
@@ -110,7 +111,7 @@ function keepIdempotentAnswers(app: FastifyInstance, idempotency: IdempotencySer
       const v = reply.getHeader(name);
       if (v !== undefined) headers[name] = String(v);
     }
-    await idempotency.finish(record, { status: reply.statusCode, headers, body: payload.toString() });
+    await idempotency.finish(record, { status: reply.statusCode, headers, body: keptBody(payload.toString()) });
     return payload;
   });
 }
