@@ -152,7 +152,9 @@ describeWithEngines(
         email: 'mine@example.com',
         autoRoute: true,
       });
-      expect(mine.body).toMatchObject({ agentId: agent, routing: { outcome: 'assigned' } });
+      // The integration learns only that the lead is in; the admin sees where routing put it.
+      expect(mine.body).toEqual({ id: expect.any(String), duplicate: false });
+      expect((await api(admin)('GET', `/v1/leads/${mine.body.id}`)).body).toMatchObject({ agentId: agent });
       const other = await api(admin)('POST', '/v1/leads', { name: 'Other', email: 'other@example.com' });
       expect((await api(integrationKey)('GET', '/v1/leads')).status).toBe(403);
       expect((await api(agentKey, 1)('GET', '/v1/leads')).body.items.map((l: { id: string }) => l.id)).toEqual([

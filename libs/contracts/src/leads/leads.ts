@@ -113,6 +113,18 @@ export const leadCaptured = lead
   .meta({ id: 'LeadCaptured' });
 export type LeadCaptured = z.infer<typeof leadCaptured>;
 
+/** What an integration key gets back from a capture: it writes leads but reads no pipeline. */
+export const leadCaptureReceipt = z
+  .object({
+    id: z.string(),
+    duplicate: z.boolean().describe('true when the person was already a lead of the account (the inquiry was added)'),
+  })
+  .meta({ id: 'LeadCaptureReceipt' });
+export type LeadCaptureReceipt = z.infer<typeof leadCaptureReceipt>;
+
+/** The answer to a capture: the lead for admins and agents, a receipt for integration keys. */
+export const leadCaptureAnswer = z.union([leadCaptured, leadCaptureReceipt]);
+
 /** An ISO 8601 date (the whole day) or date-time, for inclusive bounds. */
 export const dateBound = z.union([z.iso.date(), isoDateTime], {
   error: 'must be an ISO 8601 date (2024-05-01) or date-time (2024-05-01T09:00:00Z)',

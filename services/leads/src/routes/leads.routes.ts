@@ -1,6 +1,6 @@
 import { idParams } from '@estate/contracts';
 import { problem } from '@estate/contracts/errors';
-import { lead, leadCapture, leadCaptured, leadPage, leadPatch, leadSearchQuery } from '@estate/contracts/leads';
+import { lead, leadCapture, leadCaptureAnswer, leadPage, leadPatch, leadSearchQuery } from '@estate/contracts/leads';
 import { callerOf, requestContext } from '@estate/platform/auth';
 import { ifMatchVersion, setEtag, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance } from 'fastify';
@@ -23,16 +23,17 @@ export async function leadRoutes(
         tags,
         summary: 'Capture a lead (the same person, by email or phone, is never duplicated: 200 with duplicate true)',
         body: leadCapture,
-        response: { 200: leadCaptured, 201: leadCaptured, ...errors },
+        response: { 200: leadCaptureAnswer, 201: leadCaptureAnswer, ...errors },
       },
     },
     async (request, reply) => {
-      const { lead: captured, duplicate } = await leads.capture(requestContext(request), request.body);
+      const ctx = requestContext(request);
+      const { lead: captured, duplicate } = await leads.capture(ctx, request.body);
+      reply.code(duplicate ? 200 : 201).header('location', `/v1/leads/${captured.id}`);
+      // An integration key (a website form, a portal feed) learns that the lead is in, never what it holds.
+      if (ctx.who.role === 'integration') return reply.send({ id: captured.id, duplicate });
       setEtag(reply, captured.version);
-      return reply
-        .code(duplicate ? 200 : 201)
-        .header('location', `/v1/leads/${captured.id}`)
-        .send(captured);
+      return reply.send(captured);
     },
   );
 
