@@ -36,6 +36,8 @@ export interface ClusterOptions {
   /** Which bootstrap keys the gateways get (default both). */
   keys?: { admin?: boolean; platform?: boolean };
   logLevel?: 'info' | 'warn';
+  /** More environment for every process (e.g. `RATE_LIMIT_PER_MINUTE` for a load test). */
+  envAll?: Record<string, string>;
   /** Called as each process is spawned, before it is ready (a fault test watches one start). */
   onStarted?: (service: RunningService) => void;
   /** Extra environment per process kind (e.g. a shortened webhook retry schedule). */
@@ -148,6 +150,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     LOG_LEVEL: options.logLevel ?? 'info',
     ELASTICSEARCH_URL,
     ELASTICSEARCH_INDEX: searchIndex(options.name, run),
+    ...options.envAll,
   };
   const processes: RunningService[] = [];
   const instances = (name: ProcessName) => processes.filter((s) => s.name === name);
@@ -190,13 +193,16 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   try {
     for (const name of SERVICES) {
       for (let i = 0; i < replicas[name]; i++) {
-        const env = { ...common, MONGODB_DATABASE: database(name), ...options.env?.[name] };
+        const env: Record<string, string> = { ...common, MONGODB_DATABASE: database(name) };
+        // Media asks listings about a listing whose event has not reached it yet.
+        const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
+        if (listings.length > 0) env.LISTINGS_URL = listings[i % listings.length].url;
         // The webhooks service reads leads and media from their services (their first replica).
         if (name === 'webhooks') {
-          if (replicas.leads > 0) Object.assign(env, { LEADS_URL: instances('leads')[0].url });
-          if (replicas.media > 0) Object.assign(env, { MEDIA_URL: instances('media')[0].url });
+          if (replicas.leads > 0) env.LEADS_URL = instances('leads')[0].url;
+          if (replicas.media > 0) env.MEDIA_URL = instances('media')[0].url;
         }
-        processes.push(await startProcess(name, env));
+        processes.push(await startProcess(name, { ...env, ...options.env?.[name] }));
         options.onStarted?.(processes[processes.length - 1]);
       }
     }

@@ -7,6 +7,7 @@ import { composeGateway, gatewayApp, type BootstrapResult } from '@estate/gatewa
 import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp } from '@estate/media';
+import { AppError } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import { useCursorSecrets } from '@estate/platform/pagination';
 import type { ListingIndex } from '@estate/search';
@@ -64,6 +65,17 @@ export async function composeEmbedded(
     store: stores.media,
     bus,
     blobs: await FsBlobStore.open(join(config.dataDir, 'media', 'files')),
+    // A listing whose event has not reached media yet is looked up directly here (over HTTP when distributed).
+    listings: {
+      find: async (who, listingId) => {
+        try {
+          return { accountId: who.accountId, version: (await listings.service.get(who, listingId)).version };
+        } catch (err) {
+          if (err instanceof AppError && (err.code === 'listing_not_found' || err.code === 'forbidden')) return null;
+          throw err;
+        }
+      },
+    },
     log,
     transaction: (fn) => stores.media.transaction(fn),
   });

@@ -21,7 +21,7 @@ export type BusMessage<S extends Subject> = {
   };
 }[S];
 
-export interface SubscribeOptions {
+export interface SubscribeOptions<S extends Subject = Subject> {
   /**
    * Consumer name. Subscribers sharing a durable name (replicas of one service) share the
    * messages; each distinct durable name receives every message.
@@ -36,7 +36,20 @@ export interface SubscribeOptions {
    * time). 1 for long jobs: a prefetched job would sit out its ack wait behind the running one.
    */
   prefetch?: number;
+  /**
+   * Messages handled at once by this subscriber (default 1: one after another). Above 1, give
+   * `orderKey` so that two events of one entity never race each other.
+   */
+  concurrency?: number;
+  /** The entity a message is about: messages with the same key are handled one at a time, in arrival order. */
+  orderKey?: (message: BusMessage<S>) => string;
 }
+
+/**
+ * Events a projection consumer handles at once (each entity's in order): enough to keep up with a
+ * few hundred writes a second when each handler waits on a store or an index round trip.
+ */
+export const EVENT_CONCURRENCY = 16;
 
 export interface Subscription {
   stop(): Promise<void>;
@@ -68,7 +81,7 @@ export interface Bus {
   /** Durable subscription: a handler that resolves acks; one that throws is retried (see RetryLater/Unprocessable). */
   subscribe<S extends Subject>(
     subjects: readonly S[],
-    options: SubscribeOptions,
+    options: SubscribeOptions<S>,
     handler: (message: BusMessage<S>) => Promise<void>,
   ): Promise<Subscription>;
   /** Transient notification, not stored; subscribers that are not listening miss it. */

@@ -11,6 +11,7 @@ import {
   type Subscription,
 } from './bus';
 import { metrics, reportBacklog } from '@estate/platform/metrics';
+import { KeyedScheduler } from './keyed-scheduler';
 
 interface Member {
   handler: (message: BusMessage<Subject>) => Promise<void>;
@@ -22,17 +23,20 @@ interface Group {
   maxDeliver: number;
   members: Member[];
   next: number;
-  tail: Promise<void>;
+  /** Hands out the group's messages: one at a time unless the subscriber asked for more, per entity in order. */
+  scheduler: KeyedScheduler;
+  keyOf: (message: BusMessage<Subject>) => string;
 }
 
 const DEFAULT_MAX_DELIVER = 8;
 
 /**
  * In-process bus for the embedded profile. Each durable group gets every message once, in
- * publish order, handed to one of its members in turn. For event streams `publish` resolves only
- * after every group has handled the message, so an outbox that clears its entries after a
- * publish never drops an event on a crash. Work-queue subjects resolve on enqueue (their jobs
- * are recorded in the store and resumed at start).
+ * publish order (per entity when the group handles several at once), handed to one of its
+ * members in turn. For event streams `publish` resolves only after every group has handled the
+ * message, so an outbox that clears its entries after a publish never drops an event on a crash.
+ * Work-queue subjects resolve on enqueue (their jobs are recorded in the store and resumed at
+ * start).
  */
 export class MemoryBus implements Bus {
   readonly kind = 'memory' as const;
@@ -80,10 +84,11 @@ export class MemoryBus implements Bus {
         deliveryCount: 1,
       } as BusMessage<Subject>;
       this.pending.set(durable, (this.pending.get(durable) ?? 0) + 1);
-      group.tail = group.tail
-        .then(() => this.deliver(durable, group, message))
-        .finally(() => this.pending.set(durable, (this.pending.get(durable) ?? 1) - 1));
-      deliveries.push(group.tail);
+      deliveries.push(
+        group.scheduler
+          .run(group.keyOf(message), () => this.deliver(durable, group, message))
+          .finally(() => this.pending.set(durable, (this.pending.get(durable) ?? 1) - 1)),
+      );
     }
     const all = Promise.all(deliveries).then(() => undefined);
     this.track(all);
@@ -93,17 +98,21 @@ export class MemoryBus implements Bus {
 
   async subscribe<S extends Subject>(
     list: readonly S[],
-    options: SubscribeOptions,
+    options: SubscribeOptions<S>,
     handler: (message: BusMessage<S>) => Promise<void>,
   ): Promise<Subscription> {
     let group = this.groups.get(options.durable);
     if (!group) {
+      let n = 0;
+      const orderKey = options.orderKey as ((message: BusMessage<Subject>) => string) | undefined;
       group = {
         subjects: list,
         maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
         members: [],
         next: 0,
-        tail: Promise.resolve(),
+        scheduler: new KeyedScheduler(options.concurrency ?? 1),
+        // Without an order key every message is its own entity.
+        keyOf: orderKey ?? (() => String(n++)),
       };
       this.groups.set(options.durable, group);
     }
@@ -113,7 +122,7 @@ export class MemoryBus implements Bus {
       stop: async () => {
         member.active = false;
         group.members = group.members.filter((m) => m !== member);
-        await group.tail;
+        await group.scheduler.idle();
       },
     };
   }

@@ -32,6 +32,7 @@ import {
   type Subscription,
 } from './bus';
 import { metrics, reportBacklog } from '@estate/platform/metrics';
+import { KeyedScheduler } from './keyed-scheduler';
 
 export interface NatsBusOptions {
   log: Logger;
@@ -200,7 +201,7 @@ export class NatsBus implements Bus {
 
   async subscribe<S extends Subject>(
     list: readonly S[],
-    options: SubscribeOptions,
+    options: SubscribeOptions<S>,
     handler: (message: BusMessage<S>) => Promise<void>,
   ): Promise<Subscription> {
     if (this.closing) throw new Error('bus closed');
@@ -216,15 +217,24 @@ export class NatsBus implements Bus {
     await this.ensureConsumer(stream, options.durable, [...wanted], maxDeliver, ackWaitMs);
     this.consumers.set(`${stream}/${options.durable}`, { stream, durable: options.durable });
     const consumer = await this.js.consumers.get(this.names.stream(stream), options.durable);
+    const concurrency = options.concurrency ?? 1;
+    const scheduler = new KeyedScheduler(concurrency);
+    let n = 0;
+    // Without an order key every message is its own entity.
+    const keyOf = (options.orderKey as ((message: BusMessage<Subject>) => string) | undefined) ?? (() => String(n++));
     const messages: ConsumerMessages = await consumer.consume({
-      max_messages: options.prefetch ?? this.opts.prefetch ?? DEFAULT_PREFETCH,
+      // Enough pulled ahead to keep every handler slot busy.
+      max_messages: Math.max(options.prefetch ?? this.opts.prefetch ?? DEFAULT_PREFETCH, concurrency),
     });
     const log = this.opts.log.child({ durable: options.durable, stream });
-    let busy = false;
     let idleSince = Date.now();
     // nats.js reports a miss after two idle heartbeats (half the 30 s pull expiry each): one reported
     // this soon after a handler ended started while it ran.
-    void this.logConsumerStatus(messages, log, () => busy || Date.now() - idleSince < DEFAULT_PULL_EXPIRES_MS);
+    void this.logConsumerStatus(
+      messages,
+      log,
+      () => scheduler.size > 0 || Date.now() - idleSince < DEFAULT_PULL_EXPIRES_MS,
+    );
 
     let stopping = false;
     const loop = (async () => {
@@ -234,21 +244,19 @@ export class NatsBus implements Bus {
           this.settle(m, (x) => x.nak(), log);
           continue;
         }
-        busy = true;
-        try {
-          await this.handle(
-            m,
-            wanted,
-            maxDeliver,
-            ackWaitMs,
-            handler as (message: BusMessage<Subject>) => Promise<void>,
-            log,
-          );
-        } finally {
-          busy = false;
-          idleSince = Date.now();
-        }
+        void this.handle(
+          m,
+          wanted,
+          maxDeliver,
+          ackWaitMs,
+          (message) =>
+            scheduler.run(keyOf(message), () => (handler as (message: BusMessage<Subject>) => Promise<void>)(message)),
+          log,
+        ).finally(() => (idleSince = Date.now()));
+        // The next message is taken only when a handler slot is free: the prefetch stays the bound.
+        await scheduler.room();
       }
+      await scheduler.idle(); // the handlers in progress finish
     })().catch((err: unknown) => log.error({ err }, 'consumer loop failed'));
 
     let stopped: Promise<void> | undefined;
@@ -257,7 +265,7 @@ export class NatsBus implements Bus {
         (stopped ??= (async () => {
           stopping = true;
           await messages.close().catch(() => undefined);
-          await loop; // the handler in progress finishes
+          await loop; // the handlers in progress finish
           this.running.delete(running);
         })()),
     };

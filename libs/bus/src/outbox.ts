@@ -5,6 +5,7 @@ import type { DocumentCollection, StoredDoc, Transaction, Update } from '@estate
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
 import { metrics, secondsSince } from '@estate/platform/metrics';
+import { KeyedScheduler } from './keyed-scheduler';
 
 const causeOf = (err: DependencyUnavailable): string =>
   err.extra.cause instanceof Error ? err.extra.cause.message : err.detail;
@@ -62,6 +63,8 @@ export function withoutOutbox<T extends OutboxDoc>(doc: T): Omit<T, '_outbox' | 
 }
 
 const SWEEP_LIMIT = 200;
+/** Documents relayed at once by a sweep: a publish and a store write each, mostly waiting on round trips. */
+const RELAY_CONCURRENCY = 16;
 
 export class OutboxRelay {
   private readonly collections: { name: string; col: DocumentCollection<OutboxDoc> }[] = [];
@@ -146,9 +149,11 @@ export class OutboxRelay {
     } while (this.again && !this.stopped);
   }
 
+  /** Takes up to SWEEP_LIMIT pending documents from each collection in turn, so a backlog in one never holds up another. */
   private async sweep(): Promise<void> {
-    for (const { name, col } of this.collections) {
-      for (;;) {
+    for (let more = true; more;) {
+      more = false;
+      for (const { name, col } of this.collections) {
         const docs = await col.find({ _outboxPending: true }, { limit: SWEEP_LIMIT });
         if (this.deps.transaction) {
           // Publish in order, then clear together: one commit rather than one per document.
@@ -156,10 +161,20 @@ export class OutboxRelay {
           await this.deps.transaction(async () => {
             for (const doc of docs) await this.settle(name, col, doc);
           });
-        } else for (const doc of docs) await this.relay(name, col, doc);
-        if (docs.length < SWEEP_LIMIT) break;
+        } else await this.relayAll(name, col, docs);
+        if (docs.length === SWEEP_LIMIT) more = true;
       }
     }
+  }
+
+  /** Several documents at once, each document's events in order: documents are independent of each other. */
+  private async relayAll(name: string, col: DocumentCollection<OutboxDoc>, docs: OutboxDoc[]): Promise<void> {
+    const relaying = new KeyedScheduler(RELAY_CONCURRENCY);
+    const outcomes = await Promise.allSettled(
+      docs.map((doc) => relaying.run(doc.id, () => this.relay(name, col, doc))),
+    );
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   private async relay(name: string, col: DocumentCollection<OutboxDoc>, doc: OutboxDoc): Promise<void> {

@@ -113,6 +113,43 @@ export function busContract(name: string, harness: () => BusHarness) {
       expect(counts).toEqual([1, 2, 3]);
     });
 
+    it('handles up to `concurrency` messages at once, and the messages of one entity one at a time, in order', async () => {
+      const bus = await open();
+      const listings = ['a', 'b', 'c', 'd'].map((x) => `lst_${x}${randomUUID().slice(0, 6)}`);
+      const seen = new Map<string, number[]>(listings.map((l) => [l, []]));
+      let inFlight = 0;
+      let most = 0;
+      const perListing = new Map<string, number>();
+      let overlapped = false;
+      await bus.subscribe(
+        ['listings.listing.deleted'],
+        { durable: `conc-${randomUUID().slice(0, 8)}`, concurrency: 3, orderKey: (m) => m.payload.listingId },
+        async (m) => {
+          if (!mine(m)) return;
+          const id = m.payload.listingId;
+          inFlight++;
+          most = Math.max(most, inFlight);
+          if (perListing.get(id)) overlapped = true;
+          perListing.set(id, 1);
+          await sleep(40);
+          seen.get(id)!.push(m.payload.version);
+          perListing.set(id, 0);
+          inFlight--;
+        },
+      );
+      // Published together (the in-process bus resolves a publish once it is handled).
+      await Promise.all(
+        [1, 2, 3].flatMap((version) =>
+          listings.map((listingId) => bus.publish('listings.listing.deleted', event({ listingId, version }))),
+        ),
+      );
+      await eventually(() => expect([...seen.values()].flat()).toHaveLength(12), { timeoutMs: 15_000, intervalMs: 10 });
+      for (const versions of seen.values()) expect(versions).toEqual([1, 2, 3]);
+      expect(overlapped).toBe(false);
+      expect(most).toBeGreaterThan(1);
+      expect(most).toBeLessThanOrEqual(3);
+    });
+
     it('drops a second publish with the same message id', async () => {
       const bus = await open();
       const got: string[] = [];

@@ -59,3 +59,11 @@ export const accountCreate = z
 export const account = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).meta({ id: 'Account' });
 export type Account = z.infer<typeof account>;
 export const accountCreated = z.object({ account, adminKey: apiKeyWithSecret });
+
+/**
+ * Transient (core NATS, not stored) notification every gateway replica listens to: a revoked key
+ * leaves every replica's key cache at once, not when its cache entry expires.
+ */
+export const API_KEY_REVOKED_SUBJECT = 'gateway.api-key.revoked';
+export const apiKeyRevoked = z.object({ keyId: z.string(), accountId: z.string() });
+export type ApiKeyRevoked = z.infer<typeof apiKeyRevoked>;

@@ -1,8 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import type { Account, ApiKey, ApiKeyCreate, Identity } from '@estate/contracts/accounts';
+import {
+  API_KEY_REVOKED_SUBJECT,
+  type Account,
+  type ApiKey,
+  type ApiKeyCreate,
+  type ApiKeyRevoked,
+  type Identity,
+} from '@estate/contracts/accounts';
 import { AppError } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
 import { hashSecret, identityOf, secretPrefix, toAccount, toApiKey } from './access.rules';
+import { ApiKeyCache } from './key-cache';
 import type { AccessRepository, AccountDoc, ApiKeyDoc } from './repositories/access.repository';
 
 export type ApiKeyWithSecret = ApiKey & { secret: string };
@@ -14,7 +22,20 @@ export function newSecret(): string {
 
 /** Accounts and their API keys: who may call, as what. */
 export class AccessService {
-  constructor(private readonly deps: { repo: AccessRepository; clock: () => Date }) {}
+  private readonly cache: ApiKeyCache;
+
+  constructor(
+    private readonly deps: {
+      repo: AccessRepository;
+      clock: () => Date;
+      /** How long a live key is trusted without reading the store (0, the default: always read). */
+      keyCacheMs?: number;
+      /** Tells every gateway replica that a key was revoked (transient notification). */
+      notify?: (subject: string, data: ApiKeyRevoked) => void;
+    },
+  ) {
+    this.cache = new ApiKeyCache({ ttlMs: deps.keyCacheMs ?? 0 });
+  }
 
   async authenticate(secret: string): Promise<Identity | null> {
     return this.authenticateHash(hashSecret(secret));
@@ -22,8 +43,19 @@ export class AccessService {
 
   /** The identity behind a key's sha256, or null when unknown or revoked. */
   async authenticateHash(hash: string): Promise<Identity | null> {
+    const cached = this.cache.get(hash);
+    if (cached) return cached;
+    const generation = this.cache.generation;
     const key = await this.deps.repo.findLiveKey(hash);
-    return key ? identityOf(key) : null;
+    if (!key) return null;
+    const who = identityOf(key);
+    this.cache.put(hash, who, generation);
+    return who;
+  }
+
+  /** Another replica revoked a key: it leaves this replica's cache now. */
+  keyRevoked(event: ApiKeyRevoked): void {
+    this.cache.evictKey(event.keyId);
   }
 
   async createAccount(name: string): Promise<{ account: Account; adminKey: ApiKeyWithSecret }> {
@@ -47,6 +79,8 @@ export class AccessService {
   async revokeKey(accountId: string, keyId: string): Promise<void> {
     if (!(await this.deps.repo.revokeKey(accountId, keyId, this.now())))
       throw new AppError('api_key_not_found', `API key ${keyId} does not exist`);
+    this.cache.evictKey(keyId);
+    this.deps.notify?.(API_KEY_REVOKED_SUBJECT, { keyId, accountId });
   }
 
   /** The account the first start made, if there is one yet. */

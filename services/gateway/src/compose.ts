@@ -1,5 +1,6 @@
 import { serviceLogger } from '@estate/platform/logging';
-import type { Bus } from '@estate/bus';
+import type { Bus, Subscription } from '@estate/bus';
+import { API_KEY_REVOKED_SUBJECT, apiKeyRevoked } from '@estate/contracts/accounts';
 import type { OpenApiDoc } from '@estate/platform/http';
 import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
@@ -20,7 +21,7 @@ import { IdempotencyRepository } from './repositories/idempotency.repository';
 export interface GatewayRuntime {
   access: AccessService;
   idempotency: IdempotencyService;
-  bus: Pick<Bus, 'listen'>;
+  bus: Pick<Bus, 'listen' | 'notify'>;
   jobs: JobsReader;
   rateLimitPerMinute: number;
   /** How often a job event stream sends a keep-alive and re-reads its job (15 s unless given). */
@@ -38,11 +39,16 @@ export interface GatewayRuntime {
 
 export interface GatewayDeps {
   store: DocumentStore;
-  bus: Pick<Bus, 'listen'>;
+  bus: Pick<Bus, 'listen' | 'notify'>;
   log: Logger;
   jobs: JobsReader;
   rateLimitPerMinute: number;
   jobEventsHeartbeatMs?: number;
+  /**
+   * How long a live API key is trusted without reading the store; revocations reach every replica
+   * at once through a notification. 0 (the default) reads the store on every request.
+   */
+  keyCacheMs?: number;
   /** Keys taken from the environment for the default account and the platform. */
   keys?: { adminKey?: string; platformKey?: string };
   upstreams?: { urls: UpstreamUrls; signingSecret: string };
@@ -63,11 +69,17 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
   const clock = deps.clock ?? (() => new Date());
   const log = serviceLogger(deps.log, 'gateway');
   const accessRepo = await AccessRepository.open(deps.store);
-  const access = new AccessService({ repo: accessRepo, clock });
+  const access = new AccessService({
+    repo: accessRepo,
+    clock,
+    keyCacheMs: deps.keyCacheMs,
+    notify: (subject, data) => deps.bus.notify(subject, data),
+  });
   const bootstrap = new BootstrapService({ repo: accessRepo, access, clock });
   const idempotency = new IdempotencyService({ repo: await IdempotencyRepository.open(deps.store), clock });
   const urls = deps.upstreams?.urls;
   let timer: NodeJS.Timeout | undefined;
+  let revocations: Subscription | undefined;
   const runtime: GatewayRuntime = {
     access,
     idempotency,
@@ -82,6 +94,11 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
       : undefined,
     openapiSources: urls ? () => upstreamDocuments(Object.values(urls)) : undefined,
     async start() {
+      revocations = deps.bus.listen(API_KEY_REVOKED_SUBJECT, (data) => {
+        const event = apiKeyRevoked.safeParse(data);
+        if (event.success) access.keyRevoked(event.data);
+        else log.warn({ issues: event.error.issues }, 'malformed key revocation notification ignored');
+      });
       runtime.boot = await bootstrap.bootstrap(deps.keys ?? {});
       timer = setInterval(() => {
         idempotency.purgeExpired().catch((err) => log.warn({ err }, 'idempotency purge failed'));
@@ -90,6 +107,7 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
     },
     async stop() {
       if (timer) clearInterval(timer);
+      await revocations?.stop();
     },
     afterListen(url) {
       if (runtime.boot) process.stdout.write(firstStartBanner(runtime.boot, url));

@@ -14,12 +14,15 @@ export const configSchema = serviceEnv('gateway', 3000)
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
     ADMIN_API_KEY: apiKey,
     PLATFORM_API_KEY: apiKey,
+    /** How long a live API key is trusted without a store read; revocations still reach every replica at once. */
+    API_KEY_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
   })
   .transform((e) => ({
     ...processConfig(e),
     upstreams: { listings: e.LISTINGS_URL, media: e.MEDIA_URL, leads: e.LEADS_URL, webhooks: e.WEBHOOKS_URL },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     keys: { adminKey: e.ADMIN_API_KEY, platformKey: e.PLATFORM_API_KEY },
+    keyCacheMs: e.API_KEY_CACHE_MS,
   }));
 
 export type Config = ReturnType<typeof loadConfig>;

@@ -15,6 +15,7 @@ void runServiceProcess({
       log,
       jobs: new ListingsClient({ listingsUrl: config.upstreams.listings, signingSecret: config.signingSecret }),
       rateLimitPerMinute: config.rateLimitPerMinute,
+      keyCacheMs: config.keyCacheMs,
       keys: config.keys,
       upstreams: { urls: config.upstreams, signingSecret: config.signingSecret },
     }),

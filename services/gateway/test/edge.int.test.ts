@@ -218,3 +218,48 @@ describe('gateway edge rate limits', () => {
     }
   });
 });
+
+describe('gateway replicas caching API keys, side by side on one store and one bus', () => {
+  let a: GatewayHarness;
+  let b: GatewayHarness;
+
+  beforeEach(async () => {
+    // A cache far longer than the test: only the revocation notification can make a replica forget a key.
+    a = await startGateway({ keyCacheMs: 60_000 });
+    b = await startGateway({ keyCacheMs: 60_000, shared: { store: a.store, bus: a.bus } });
+  });
+  afterEach(async () => {
+    await b.close();
+    await a.close();
+  });
+
+  it('refuses a key revoked through one replica at once on every replica, though both had it cached', async () => {
+    const created = await a.call(ADMIN_KEY, {
+      method: 'POST',
+      url: '/v1/api-keys',
+      payload: { name: 'feed', role: 'integration' },
+    });
+    const key = created.json() as { id: string; secret: string };
+    for (const gw of [a, b])
+      expect((await gw.call(key.secret, { method: 'GET', url: '/v1/echo' })).statusCode).toBe(200);
+
+    expect((await a.call(ADMIN_KEY, { method: 'DELETE', url: `/v1/api-keys/${key.id}` })).statusCode).toBe(200);
+    for (const gw of [a, b]) {
+      const refused = await gw.call(key.secret, { method: 'GET', url: '/v1/echo' });
+      expect(refused.statusCode).toBe(401);
+      expect(refused.json().code).toBe('unauthorized');
+    }
+    // Other keys stay cached and keep working.
+    for (const gw of [a, b])
+      expect((await gw.call(ADMIN_KEY, { method: 'GET', url: '/v1/echo' })).statusCode).toBe(200);
+  });
+
+  it('answers a cached key without reading the store again', async () => {
+    expect((await b.call(ADMIN_KEY, { method: 'GET', url: '/v1/echo' })).statusCode).toBe(200);
+    const keys = await a.store.collection<{ id: string; hash: string }>('api_keys');
+    const admin = (await keys.find({ name: 'ADMIN_API_KEY' }))[0];
+    // The key disappears from under the cache (as if the store were briefly unreachable): the replica still knows it.
+    await keys.deleteOne({ id: admin.id });
+    expect((await b.call(ADMIN_KEY, { method: 'GET', url: '/v1/echo' })).statusCode).toBe(200);
+  });
+});

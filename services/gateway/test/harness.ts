@@ -86,10 +86,18 @@ const noJobs: JobsReader = {
  * registered beside it as the services are in the embedded process, so the edge covers it.
  */
 export async function startGateway(
-  options: { jobs?: JobsReader; rateLimitPerMinute?: number; jobEventsHeartbeatMs?: number; clock?: () => Date } = {},
+  options: {
+    jobs?: JobsReader;
+    rateLimitPerMinute?: number;
+    jobEventsHeartbeatMs?: number;
+    clock?: () => Date;
+    keyCacheMs?: number;
+    /** Another gateway's store and bus, to run replicas side by side (closed by their owner). */
+    shared?: { store: DocumentStore; bus: MemoryBus };
+  } = {},
 ): Promise<GatewayHarness> {
-  const store = SqliteDocumentStore.open(':memory:');
-  const bus = new MemoryBus(log);
+  const store = options.shared?.store ?? SqliteDocumentStore.open(':memory:');
+  const bus = options.shared?.bus ?? new MemoryBus(log);
   const runtime = await composeGateway({
     store,
     bus,
@@ -97,6 +105,7 @@ export async function startGateway(
     jobs: options.jobs ?? noJobs,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 1000,
     jobEventsHeartbeatMs: options.jobEventsHeartbeatMs,
+    keyCacheMs: options.keyCacheMs,
     keys: { adminKey: ADMIN_KEY, platformKey: PLATFORM_KEY },
     clock: options.clock,
   });
@@ -130,6 +139,7 @@ export async function startGateway(
       closed = true;
       await app.close();
       await runtime.stop();
+      if (options.shared) return;
       await bus.close();
       await store.close();
     },

@@ -4,6 +4,7 @@ import type { BlobStore } from '@estate/blobs';
 import { OutboxRelay, type Bus } from '@estate/bus';
 import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
+import type { ListingLookup } from './clients/listings.client';
 import { ListingsSubscriber } from './events/listings.subscriber';
 import { GalleryService } from './gallery.service';
 import { DEFAULT_MAX_PIXELS } from './image.rules';
@@ -23,8 +24,6 @@ export interface MediaOptions {
   maxPixels: number;
   /** Images rendered at once by this process (each holds one decoded image in memory). */
   workers: number;
-  /** How long a request waits for a listing this service has not heard of yet. */
-  listingWaitMs: number;
   /** A `processing` image whose job was queued this long ago is queued again by the sweep. */
   requeueAfterMs: number;
   sweepEveryMs: number;
@@ -33,7 +32,6 @@ export interface MediaOptions {
 export const defaultMediaOptions: MediaOptions = {
   maxPixels: DEFAULT_MAX_PIXELS,
   workers: Math.min(2, availableParallelism()),
-  listingWaitMs: 3000,
   requeueAfterMs: 5 * 60 * 1000,
   sweepEveryMs: 60 * 1000,
 };
@@ -57,6 +55,8 @@ export async function composeMedia(deps: {
   store: DocumentStore;
   bus: Bus;
   blobs: BlobStore;
+  /** The listings service (over HTTP when distributed, a direct call when embedded). */
+  listings: ListingLookup;
   log: Logger;
   clock?: () => Date;
   options?: Partial<MediaOptions>;
@@ -81,17 +81,18 @@ export async function composeMedia(deps: {
   });
   const queue = new BusRenditionQueue(bus);
   const trash = new TrashService({ galleries, files, clock, log });
+  const listings = new ListingProjectionService({ galleries, trash, clock, log });
   const gallery = new GalleryService({
     galleries,
     files,
     trash,
     outbox: relay,
     clock,
-    listingWaitMs: options.listingWaitMs,
+    listings: deps.listings,
+    projection: listings,
   });
   const uploads = new UploadService({ galleries, files, images, trash, queue, gallery, outbox: relay, clock, log });
   const renditions = new RenditionService({ galleries, files, images, outbox: relay, clock, log });
-  const listings = new ListingProjectionService({ galleries, trash, clock, log });
   const sweep = new SweepService({ galleries, trash, queue, clock, log });
 
   const subscribers = [new ListingsSubscriber({ bus, listings }), new RenditionWorker({ bus, renditions, workers })];

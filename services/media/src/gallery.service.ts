@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { OutboxRelay } from '@estate/bus';
 import type { Identity } from '@estate/contracts/accounts';
 import {
@@ -26,6 +25,8 @@ import {
   type MediaItem,
   type Rendition,
 } from './gallery.rules';
+import type { ListingLookup } from './clients/listings.client';
+import type { ListingProjectionService } from './listing-projection.service';
 import type { Decision, Gallery, GalleryRepository } from './repositories/gallery.repository';
 import type { MediaFilesRepository } from './repositories/media-files.repository';
 import type { TrashService } from './trash.service';
@@ -36,16 +37,13 @@ export interface GalleryDeps {
   trash: TrashService;
   outbox: Pick<OutboxRelay, 'kick'>;
   clock: () => Date;
-  /**
-   * How long a request for a listing this service has not heard of waits for the listing's
-   * `created` event (a client that creates a listing and uploads at once can outrun the event).
-   */
-  listingWaitMs: number;
+  /** The listings service, asked about a listing this service has not heard of yet. */
+  listings: ListingLookup;
+  projection: Pick<ListingProjectionService, 'listingChanged'>;
 }
 
 export const WRITERS = ['admin', 'integration'] as const;
 export const READERS = ['admin', 'integration', 'agent'] as const;
-const LISTING_POLL_MS = 100;
 
 /** `If-Match` on one media item: 412 when the client saw another version. */
 function assertVersion(item: MediaItem, ifMatch: number | undefined): void {
@@ -82,17 +80,18 @@ export class GalleryService {
   }
 
   /**
-   * The caller's listing as this service knows it (from listing events), waiting a moment for a
-   * listing it has not heard of yet. Unknown, deleted and other accounts' listings are all 404.
+   * The caller's listing as this service knows it from the listing events; one it has not heard of
+   * yet (a client that creates a listing and uploads at once outruns the event) is asked of the
+   * listings service, and remembered when it is the caller's. Every miss asks, so an unknown
+   * listing, a deleted one and another account's take the same path and time, and all answer 404.
    */
-  async ownedGallery(who: Identity, listingId: string): Promise<Gallery> {
-    const deadline = Date.now() + this.deps.listingWaitMs;
-    let gallery = await this.deps.galleries.get(listingId);
-    while (!gallery && Date.now() < deadline) {
-      await sleep(LISTING_POLL_MS);
-      gallery = await this.deps.galleries.get(listingId);
-    }
-    return ownedBy(who, listingId, gallery);
+  async ownedGallery(who: Identity, listingId: string, requestId?: string): Promise<Gallery> {
+    const gallery = await this.deps.galleries.get(listingId);
+    if (gallery && !gallery.listingDeleted && gallery.accountId === who.accountId) return gallery;
+    const found = await this.deps.listings.find(who, listingId, requestId);
+    if (!found || gallery) return ownedBy(who, listingId, gallery);
+    await this.deps.projection.listingChanged({ accountId: found.accountId, listingId, version: found.version });
+    return ownedBy(who, listingId, await this.deps.galleries.get(listingId));
   }
 
   private shown(gallery: Gallery, mediaId: string): MediaItem {
@@ -130,7 +129,7 @@ export class GalleryService {
 
   async addTour(ctx: RequestContext, listingId: string, input: VirtualTourCreate): Promise<Media> {
     assertRole(ctx.who, WRITERS, 'add media');
-    await this.ownedGallery(ctx.who, listingId);
+    await this.ownedGallery(ctx.who, listingId, ctx.requestId);
     const id = newId('med');
     const created = await this.change(listingId, (g) => {
       const gallery = ownedBy(ctx.who, listingId, g);
@@ -169,7 +168,7 @@ export class GalleryService {
     ifMatch?: number,
   ): Promise<Media> {
     assertRole(ctx.who, WRITERS, 'change media');
-    await this.ownedGallery(ctx.who, listingId);
+    await this.ownedGallery(ctx.who, listingId, ctx.requestId);
     const updated = await this.change<Media>(listingId, (g) => {
       const gallery = ownedBy(ctx.who, listingId, g);
       const item = this.shown(gallery, mediaId);
@@ -201,7 +200,7 @@ export class GalleryService {
 
   async reorder(ctx: RequestContext, listingId: string, mediaIds: string[]): Promise<Media[]> {
     assertRole(ctx.who, WRITERS, 'reorder media');
-    await this.ownedGallery(ctx.who, listingId);
+    await this.ownedGallery(ctx.who, listingId, ctx.requestId);
     const result = await this.change<Media[]>(listingId, (g) => {
       const gallery = ownedBy(ctx.who, listingId, g);
       const problem = permutationProblem(gallery.items, mediaIds);
@@ -228,7 +227,7 @@ export class GalleryService {
     ifMatch?: number,
   ): Promise<{ id: string; deleted: true }> {
     assertRole(ctx.who, WRITERS, 'delete media');
-    await this.ownedGallery(ctx.who, listingId);
+    await this.ownedGallery(ctx.who, listingId, ctx.requestId);
     const token = await this.change(listingId, (g) => {
       const gallery = ownedBy(ctx.who, listingId, g);
       const item = this.shown(gallery, mediaId);

@@ -1,6 +1,7 @@
 import { GridFsBlobStore } from '@estate/blobs/gridfs.blob-store';
 import { runServiceProcess } from '@estate/runtime';
 import { mediaApp } from './app';
+import { ListingsClient } from './clients/listings.client';
 import { composeMedia } from './compose';
 import { loadConfig } from './config';
 
@@ -11,7 +12,8 @@ void runServiceProcess({
   compose: async ({ store, bus, log, config }) => {
     // Files live in GridFS in the service's own database.
     const blobs = await GridFsBlobStore.connect(config.mongodb.url, { dbName: config.mongodb.database, log });
-    const runtime = await composeMedia({ store, bus, blobs, log, options: config.media });
+    const listings = new ListingsClient({ listingsUrl: config.listingsUrl, signingSecret: config.signingSecret });
+    const runtime = await composeMedia({ store, bus, blobs, listings, log, options: config.media });
     return {
       ...runtime,
       async stop() {

@@ -52,7 +52,7 @@ export class UploadService {
   /** Starts a multipart upload to the caller's listing (403 for readers, 404 for a listing not theirs). */
   async begin(ctx: RequestContext, listingId: string): Promise<UploadSession> {
     assertRole(ctx.who, WRITERS, 'add media');
-    await this.deps.gallery.ownedGallery(ctx.who, listingId);
+    await this.deps.gallery.ownedGallery(ctx.who, listingId, ctx.requestId);
     return new UploadSession(this.deps, ctx, listingId);
   }
 }

@@ -7,13 +7,16 @@ import type { BusMessage } from '@estate/bus';
 import type { Identity } from '@estate/contracts/accounts';
 import type { Listing } from '@estate/contracts/listings';
 import type { Media } from '@estate/contracts/media';
-import { requireSignedIdentity } from '@estate/platform/auth';
+import type { AddressInfo } from 'node:net';
+import { callerOf, requireSignedIdentity } from '@estate/platform/auth';
+import { notFound } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { asCaller, eventually, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { mediaApp } from '../src/app';
+import { ListingsClient } from '../src/clients/listings.client';
 import { composeMedia, type MediaOptions, type MediaRuntime } from '../src/compose';
 
 export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -82,6 +85,10 @@ export interface MediaHarness {
   list(listingId: string, who?: Identity): Promise<Media[]>;
   /** Announces a listing the way the listings service does, and returns its id. */
   newListing(accountId?: string): Promise<string>;
+  /** A listing the listings service has made but whose event has not reached media yet. */
+  newListingUnannounced(accountId?: string): string;
+  /** Requests the listings service has answered media so far. */
+  listingsAsked(): number;
   /** Waits for the workers to finish every image of the listing. */
   settled(listingId: string): Promise<Media[]>;
   fetchFile(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
@@ -94,10 +101,37 @@ export interface MediaHarness {
 
 let listingSeq = 0;
 
+/**
+ * The listings service as the media service reaches it: `GET /v1/listings/:id` over HTTP with the
+ * signed identity, answering the listings the test made to their account and 404 to anyone else.
+ */
+async function startListingsStandIn(): Promise<{
+  url: string;
+  owners: Map<string, string>;
+  asked: () => number;
+  close(): Promise<void>;
+}> {
+  const owners = new Map<string, string>();
+  let asked = 0;
+  const app = await createHttpApp({ service: 'listings', logger: log });
+  requireSignedIdentity(app, TEST_SIGNING_SECRET);
+  app.get<{ Params: { id: string } }>('/v1/listings/:id', async (request) => {
+    asked++;
+    const { id } = request.params;
+    if (owners.get(id) !== callerOf(request).accountId) throw notFound('listing_not_found', 'Listing', id);
+    return listingPayload(id, 1);
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+    owners,
+    asked: () => asked,
+    close: () => app.close(),
+  };
+}
+
 /** The media service over HTTP with `app.inject()`: SQLite in memory, MemoryBus, files in a temporary directory. */
-export async function startMedia(
-  options: Partial<MediaOptions> = { listingWaitMs: 200, workers: 1 },
-): Promise<MediaHarness> {
+export async function startMedia(options: Partial<MediaOptions> = { workers: 1 }): Promise<MediaHarness> {
   const dir = mkdtempSync(join(tmpdir(), 'media-int-'));
   const bus = new MemoryBus(log);
   const changes: MediaHarness['changes'] = [];
@@ -106,7 +140,9 @@ export async function startMedia(
   });
   const store = SqliteDocumentStore.open(':memory:');
   const blobs = await FsBlobStore.open(join(dir, 'blobs'));
-  const runtime = await composeMedia({ store, bus, blobs, log, options });
+  const standIn = await startListingsStandIn();
+  const listings = new ListingsClient({ listingsUrl: standIn.url, signingSecret: TEST_SIGNING_SECRET });
+  const runtime = await composeMedia({ store, bus, blobs, listings, log, options });
   const app = await createHttpApp({ service: 'media', logger: log });
   requireSignedIdentity(app, TEST_SIGNING_SECRET);
   await app.register(mediaApp, { runtime });
@@ -131,8 +167,15 @@ export async function startMedia(
     list,
     upload: async (listingId, parts, who = alice) =>
       call(who, { method: 'POST', url: `/v1/listings/${listingId}/media`, ...(await multipart(parts)) }),
+    newListingUnannounced(accountId = 'acc_alice') {
+      const id = `lst_test${++listingSeq}`;
+      standIn.owners.set(id, accountId);
+      return id;
+    },
+    listingsAsked: () => standIn.asked(),
     async newListing(accountId = 'acc_alice') {
       const id = `lst_test${++listingSeq}`;
+      standIn.owners.set(id, accountId);
       const occurredAt = new Date().toISOString();
       await bus.publish('listings.listing.created', {
         eventId: `created-${id}`,
@@ -156,11 +199,12 @@ export async function startMedia(
       ),
     fetchFile: (url, headers = {}) => app.inject({ method: 'GET', url, headers }),
     blobFiles: () => filesUnder(join(dir, 'blobs')).filter((f) => !f.includes(`${join(dir, 'blobs', 'tmp')}`)),
-    runtimeAt: (clock) => composeMedia({ store, bus, blobs, log, clock }),
+    runtimeAt: (clock) => composeMedia({ store, bus, blobs, listings, log, clock }),
     async close() {
       await app.close();
       await runtime.stop();
       await bus.close();
+      await standIn.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -285,19 +285,41 @@ describe('media service over HTTP (embedded adapters, signed identity)', () => {
     expect(blobFiles()).toEqual([]);
   });
 
-  it('waits for a listing whose created event is still on its way', async () => {
-    const id = 'lst_late';
-    const pending = upload(id, [{ name: 'file', data: await jpeg(100, 80) }]);
-    await sleep(50);
+  it('takes an upload to a listing whose created event has not arrived, asking the listings service once', async () => {
+    const id = h.newListingUnannounced('acc_alice');
+    const before = h.listingsAsked();
+    const res = await upload(id, [{ name: 'file', data: await jpeg(100, 80) }]);
+    expect(res.statusCode).toBe(201);
+    expect(h.listingsAsked()).toBe(before + 1);
+    // Known from then on: the late event changes nothing and later requests need no call.
     await bus.publish('listings.listing.created', {
-      eventId: 'late',
+      eventId: `late-${id}`,
       accountId: 'acc_alice',
       listingId: id,
       version: 1,
       occurredAt: new Date().toISOString(),
       listing: listingPayload(id, 1),
     });
-    expect((await pending).statusCode).toBe(201);
+    expect(await list(id)).toHaveLength(1);
+    expect(h.listingsAsked()).toBe(before + 1);
+  });
+
+  it("answers an unknown listing and another account's the same way, both after asking the listings service", async () => {
+    const known = await newListing('acc_alice');
+    const unannounced = h.newListingUnannounced('acc_alice');
+    const answers = [];
+    for (const id of [known, unannounced, 'lst_nope']) {
+      const before = h.listingsAsked();
+      const res = await call(bob, { method: 'GET', url: `/v1/listings/${id}/media` });
+      expect(h.listingsAsked()).toBe(before + 1);
+      answers.push({ status: res.statusCode, body: { ...res.json(), requestId: undefined, detail: undefined } });
+    }
+    expect(answers[1]).toEqual(answers[0]);
+    expect(answers[2]).toEqual(answers[0]);
+    expect(answers[0]).toMatchObject({ status: 404, body: { code: 'listing_not_found' } });
+    // Bob's look did not make the listing his, nor Alice's unannounced one known to be hers.
+    expect((await call(bob, { method: 'GET', url: `/v1/listings/${unannounced}/media` })).statusCode).toBe(404);
+    expect(await list(unannounced)).toEqual([]);
   });
 
   it('keeps exactly one primary: the first upload, a PATCH moves it, deleting it promotes the first remaining image in order', async () => {

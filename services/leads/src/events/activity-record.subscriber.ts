@@ -1,4 +1,4 @@
-import type { Bus, Subscription } from '@estate/bus';
+import { EVENT_CONCURRENCY, type Bus, type Subscription } from '@estate/bus';
 import type { Logger } from 'pino';
 import type { ActivitiesService } from '../activities.service';
 
@@ -11,7 +11,7 @@ export class ActivityRecordSubscriber {
   async start(): Promise<void> {
     this.subscription = await this.deps.bus.subscribe(
       ['leads.activity.record'],
-      { durable: 'leads-activity-record' },
+      { durable: 'leads-activity-record', concurrency: EVENT_CONCURRENCY, orderKey: (m) => m.payload.leadId },
       async ({ payload, requestId, deliveryCount }) => {
         const outcome = await this.deps.activities.recordFromBus(payload, requestId);
         this.deps.log.info(

@@ -1,4 +1,4 @@
-import type { Bus, Subscription } from '@estate/bus';
+import { EVENT_CONCURRENCY, type Bus, type Subscription } from '@estate/bus';
 import type { LeadListingSummary } from '@estate/contracts/leads';
 import type { Listing } from '@estate/contracts/listings';
 import type { Logger } from 'pino';
@@ -31,7 +31,7 @@ export class ListingProjectionSubscriber {
     const { bus, summaries, log } = this.deps;
     const listings = await bus.subscribe(
       ['listings.listing.created', 'listings.listing.updated', 'listings.listing.deleted'],
-      { durable: 'leads-listing-summaries' },
+      { durable: 'leads-listing-summaries', concurrency: EVENT_CONCURRENCY, orderKey: (m) => m.payload.listingId },
       async (message) => {
         const p = message.payload;
         const summary = message.subject === 'listings.listing.deleted' ? null : summaryOf(message.payload.listing);
@@ -51,7 +51,7 @@ export class ListingProjectionSubscriber {
     this.subscriptions.push(listings);
     const media = await bus.subscribe(
       ['media.media.changed'],
-      { durable: 'leads-listing-photos' },
+      { durable: 'leads-listing-photos', concurrency: EVENT_CONCURRENCY, orderKey: (m) => m.payload.listingId },
       async ({ payload: p, requestId }) => {
         const photo = p.summary.primaryPhoto;
         const applied = await summaries.applyMedia(

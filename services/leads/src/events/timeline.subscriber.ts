@@ -1,4 +1,4 @@
-import type { Bus, Subscription } from '@estate/bus';
+import { EVENT_CONCURRENCY, type Bus, type Subscription } from '@estate/bus';
 import type { ActivitiesService } from '../activities.service';
 
 /**
@@ -14,7 +14,7 @@ export class TimelineSubscriber {
   async start(): Promise<void> {
     this.subscription = await this.deps.bus.subscribe(
       ['leads.activity.recorded'],
-      { durable: 'leads-timeline' },
+      { durable: 'leads-timeline', concurrency: EVENT_CONCURRENCY, orderKey: (m) => m.payload.leadId },
       async ({ payload }) => {
         await this.deps.activities.materialize(payload);
       },

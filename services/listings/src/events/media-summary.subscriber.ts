@@ -1,4 +1,4 @@
-import { outboxEntry, type Bus, type OutboxRelay, type Subscription } from '@estate/bus';
+import { EVENT_CONCURRENCY, outboxEntry, type Bus, type OutboxRelay, type Subscription } from '@estate/bus';
 import type { EventPayload } from '@estate/contracts/events';
 import type { Logger } from 'pino';
 import type { ListingRepository } from '../repositories/listing.repository';
@@ -25,8 +25,10 @@ export class MediaSummarySubscriber {
   ) {}
 
   async start(): Promise<void> {
-    this.subscription = await this.deps.bus.subscribe(['media.media.changed'], { durable: DURABLE }, (m) =>
-      this.apply(m.payload, m.requestId),
+    this.subscription = await this.deps.bus.subscribe(
+      ['media.media.changed'],
+      { durable: DURABLE, concurrency: EVENT_CONCURRENCY, orderKey: (m) => m.payload.listingId },
+      (m) => this.apply(m.payload, m.requestId),
     );
   }
 

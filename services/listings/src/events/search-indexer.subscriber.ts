@@ -1,4 +1,11 @@
-import { RetryLater, Unprocessable, type Bus, type BusMessage, type Subscription } from '@estate/bus';
+import {
+  EVENT_CONCURRENCY,
+  RetryLater,
+  Unprocessable,
+  type Bus,
+  type BusMessage,
+  type Subscription,
+} from '@estate/bus';
 import { SearchIndexRejected } from '@estate/search';
 import type { Logger } from 'pino';
 import type { ListingIndexRepository } from '../repositories/listing-index.repository';
@@ -36,7 +43,12 @@ export class SearchIndexerSubscriber {
   async start(): Promise<void> {
     this.subscription = await this.deps.bus.subscribe(
       SUBJECTS,
-      { durable: `listings-search-${this.deps.index.name}`, maxDeliver: MAX_DELIVER },
+      {
+        durable: `listings-search-${this.deps.index.name}`,
+        maxDeliver: MAX_DELIVER,
+        concurrency: EVENT_CONCURRENCY,
+        orderKey: (m) => m.payload.listingId,
+      },
       (m) => this.handle(m),
     );
   }

@@ -1,4 +1,4 @@
-import type { Bus, Subscription } from '@estate/bus';
+import { EVENT_CONCURRENCY, type Bus, type Subscription } from '@estate/bus';
 import type { ListingProjectionService } from '../listing-projection.service';
 
 const DURABLE = 'media-listings';
@@ -15,10 +15,18 @@ export class ListingsSubscriber {
 
   async start(): Promise<void> {
     const subjects = ['listings.listing.created', 'listings.listing.updated', 'listings.listing.deleted'] as const;
-    this.subscription = await this.deps.bus.subscribe(subjects, { durable: DURABLE }, async (m) => {
-      if (m.subject === 'listings.listing.deleted') await this.deps.listings.listingDeleted(m.payload);
-      else await this.deps.listings.listingChanged(m.payload);
-    });
+    this.subscription = await this.deps.bus.subscribe(
+      subjects,
+      {
+        durable: DURABLE,
+        concurrency: EVENT_CONCURRENCY,
+        orderKey: (m) => m.payload.listingId,
+      },
+      async (m) => {
+        if (m.subject === 'listings.listing.deleted') await this.deps.listings.listingDeleted(m.payload);
+        else await this.deps.listings.listingChanged(m.payload);
+      },
+    );
   }
 
   async stop(): Promise<void> {

@@ -12,7 +12,8 @@ const FORWARDED_LOG_LINES = 20;
 export interface ServerHandle {
   /** A label for logs and results, e.g. `gateway`. */
   readonly name: string;
-  readonly kind: TargetKind;
+  /** A forked bench server, or a product process started on its own (sampled from /proc). */
+  readonly kind: TargetKind | 'process';
   readonly pid: number;
   readonly origin: string;
   /** Lines the server wrote to stdout/stderr (with the product at `warn`, anything here is worth a look). */

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Job, JobProgress } from '@estate/contracts/jobs';
 import { listingBody, readSse } from '@estate/testing';
+import { freePort } from '../lib/cluster';
 import { expectStatus } from '../lib/http';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult } from '../lib/scenario';
 
@@ -206,17 +206,6 @@ async function embedded(ctx: ScenarioContext): Promise<Profile> {
     logLines: () => server.logLines(),
     stop: () => server.stop(),
   };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => done(port));
-    });
-    srv.on('error', fail);
-  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Scenario } from '../lib/scenario';
 import { bulk } from './bulk';
+import { distributed } from './distributed';
 import { leads } from './leads';
 import { listingsGet } from './listings-get';
 import { media } from './media';
@@ -7,4 +8,4 @@ import { search } from './search';
 import { webhooks } from './webhooks';
 
 /** Every scenario, in the order a plain `npm run bench` runs them. */
-export const scenarios: readonly Scenario[] = [listingsGet, search, media, bulk, leads, webhooks];
+export const scenarios: readonly Scenario[] = [listingsGet, search, media, bulk, leads, webhooks, distributed];

@@ -35,7 +35,7 @@ async function post(api: Api, path: string, body: unknown, status: number): Prom
 }
 
 /** A capture body for person `p` (E.164-valid US numbers, one per person). */
-function person(p: number, listingId: string): Record<string, unknown> {
+export function person(p: number, listingId: string): Record<string, unknown> {
   return {
     name: `Bench Buyer ${p}`,
     email: `buyer${p}@bench.example`,
@@ -47,7 +47,7 @@ function person(p: number, listingId: string): Record<string, unknown> {
 }
 
 /** Bodies for every capture of a run: new people, each 4th a repeat. One sequence over warm-up and measurement. */
-function captures(listingId: string, start: number): () => { body: string } {
+export function captures(listingId: string, start: number): () => { body: string } {
   let n = start;
   return () => {
     const i = n++;
