@@ -17,7 +17,7 @@ const FINAL = ['succeeded', 'partially_failed', 'failed'];
 /** A whole feed imported through bulk jobs (BENCH_IMPORT_LISTINGS sets it), with this many jobs in flight. */
 const IMPORT_LISTINGS = { full: 100_000, quick: 2_000 };
 const IMPORT_JOBS_IN_FLIGHT = 8;
-const IMPORT_GOAL_SEC = { embedded: 60, distributed: 120 };
+const IMPORT_GOAL_SEC = 60;
 const BULK_SINGLE_GOAL = 5;
 
 const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -140,12 +140,17 @@ async function measure(
   for (const id of ids) await finished(api, id);
   const bulkPerSec = total / ((performance.now() - sustainedStart) / 1000);
 
+  // The distributed import is projected from a shorter run by the `distributed` scenario: a whole feed
+  // through the test engine takes the better part of an hour.
   const importTotal =
-    Number.parseInt(process.env.BENCH_IMPORT_LISTINGS ?? '', 10) || IMPORT_LISTINGS[ctx.settings.mode];
-  ctx.log(
-    `bulk/${label}: importing ${importTotal} listings through bulk jobs, ${IMPORT_JOBS_IN_FLIGHT} jobs in flight`,
-  );
-  const importSec = await importFeed(api, `${label}-import`, importTotal);
+    label === 'embedded'
+      ? Number.parseInt(process.env.BENCH_IMPORT_LISTINGS ?? '', 10) || IMPORT_LISTINGS[ctx.settings.mode]
+      : 0;
+  if (importTotal > 0)
+    ctx.log(
+      `bulk/${label}: importing ${importTotal} listings through bulk jobs, ${IMPORT_JOBS_IN_FLIGHT} jobs in flight`,
+    );
+  const importSec = importTotal > 0 ? await importFeed(api, `${label}-import`, importTotal) : 0;
 
   ctx.log(`bulk/${label}: ${total} single POST /v1/listings, ${connections} at a time`);
   const singlesStart = performance.now();
@@ -176,14 +181,15 @@ async function measure(
       verdict: bulkPerSec / singlesPerSec >= BULK_SINGLE_GOAL ? 'PASS' : 'BELOW TARGET',
       note: 'listings/s in 100-item jobs over listings/s as single POSTs; above 1, batching pays',
     },
-    {
+  ];
+  if (importTotal > 0)
+    ratios.push({
       name: `${label}: import ${importTotal.toLocaleString('en-US')} listings through bulk jobs, seconds`,
       value: round(importSec),
-      goal: { max: IMPORT_GOAL_SEC[label] },
-      verdict: importSec <= IMPORT_GOAL_SEC[label] ? 'PASS' : 'BELOW TARGET',
+      goal: { max: IMPORT_GOAL_SEC },
+      verdict: importSec <= IMPORT_GOAL_SEC ? 'PASS' : 'BELOW TARGET',
       note: `${Math.ceil(importTotal / ITEMS_PER_JOB)} jobs of ${ITEMS_PER_JOB}, ${IMPORT_JOBS_IN_FLIGHT} in flight, each followed to succeeded; ${round(importTotal / importSec)} listings/s`,
-    },
-  ];
+    });
   const logged = profile.logLines() - logBefore;
   return {
     ratios,
