@@ -211,6 +211,37 @@ describe('embedded profile through the gateway edge', () => {
     expect((await call(ADMIN, { method: 'GET', url: '/v1/listings' })).json().total).toBe(1);
   });
 
+  it("refuses to revoke the account's last admin key (409), and allows it once another admin key exists", async () => {
+    const keys = (await call(ADMIN, { method: 'GET', url: '/v1/api-keys' })).json().items as Array<{
+      id: string;
+      role: string;
+    }>;
+    const admins = keys.filter((k) => k.role === 'admin');
+    expect(admins).toHaveLength(1);
+    const refused = await call(ADMIN, { method: 'DELETE', url: `/v1/api-keys/${admins[0].id}` });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().code).toBe('last_admin_key');
+    expect((await call(ADMIN, { method: 'GET', url: '/v1/listings' })).statusCode).toBe(200);
+
+    const second = (
+      await call(ADMIN, { method: 'POST', url: '/v1/api-keys', payload: { name: 'ops', role: 'admin' } })
+    ).json();
+    expect((await call(second.secret, { method: 'DELETE', url: `/v1/api-keys/${admins[0].id}` })).statusCode).toBe(200);
+    expect((await call(ADMIN, { method: 'GET', url: '/v1/listings' })).statusCode).toBe(401);
+    expect((await call(second.secret, { method: 'DELETE', url: `/v1/api-keys/${second.id}` })).statusCode).toBe(409);
+  });
+
+  it('retires the key of the previous ADMIN_API_KEY or PLATFORM_API_KEY when the variable changes', async () => {
+    await product.close();
+    const [admin2, platform2] = [`${ADMIN}-rotated`, `${PLATFORM}-rotated`];
+    product = await composeEmbedded(config({ adminApiKey: admin2, platformApiKey: platform2 }), log);
+    expect((await call(ADMIN, { method: 'GET', url: '/v1/listings' })).statusCode).toBe(401);
+    expect((await call(admin2, { method: 'GET', url: '/v1/listings' })).statusCode).toBe(200);
+    const account = { method: 'POST' as const, url: '/v1/accounts', payload: { name: 'Acme' } };
+    expect((await call(PLATFORM, account)).statusCode).toBe(401);
+    expect((await call(platform2, account)).statusCode).toBe(201);
+  });
+
   it('keeps everything across a restart and does not mint new keys; a page cursor still works', async () => {
     const created = (await call(ADMIN, { method: 'POST', url: '/v1/listings', payload: listingBody() })).json();
     await call(ADMIN, {

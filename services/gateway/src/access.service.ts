@@ -76,11 +76,40 @@ export class AccessService {
   }
 
   /** Revokes at once: the next request with the key is refused. */
+  /**
+   * Revokes a key at once. The account's last live admin key stays (409): without it nobody could manage
+   * the account over HTTP. Checked again after the write, so two revocations racing for the last two
+   * admin keys cannot both win; the one that finds none left takes its own back.
+   */
   async revokeKey(accountId: string, keyId: string): Promise<void> {
+    const live = await this.deps.repo.listLiveKeys(accountId);
+    const target = live.find((k) => k.id === keyId);
+    if (!target) throw new AppError('api_key_not_found', `API key ${keyId} does not exist`);
+    const lastAdmin = () =>
+      new AppError('last_admin_key', 'This is the last admin key of the account; create another admin key first');
+    if (target.role === 'admin' && live.filter((k) => k.role === 'admin').length <= 1) throw lastAdmin();
     if (!(await this.deps.repo.revokeKey(accountId, keyId, this.now())))
       throw new AppError('api_key_not_found', `API key ${keyId} does not exist`);
+    if (target.role === 'admin' && !(await this.deps.repo.listLiveKeys(accountId)).some((k) => k.role === 'admin')) {
+      await this.deps.repo.restoreKey(accountId, keyId);
+      throw lastAdmin();
+    }
     this.cache.evictKey(keyId);
     this.deps.notify?.(API_KEY_REVOKED_SUBJECT, { keyId, accountId });
+  }
+
+  /** Revokes the live keys of the account with this name and role, but `keep` (keys a variable made before). */
+  async retireKeysNamed(
+    accountId: string,
+    meta: { name: string; role: ApiKeyDoc['role'] },
+    keep: string,
+  ): Promise<void> {
+    for (const key of await this.deps.repo.listLiveKeys(accountId)) {
+      if (key.id === keep || key.name !== meta.name || key.role !== meta.role) continue;
+      await this.deps.repo.revokeKey(accountId, key.id, this.now());
+      this.cache.evictKey(key.id);
+      this.deps.notify?.(API_KEY_REVOKED_SUBJECT, { keyId: key.id, accountId });
+    }
   }
 
   /** The account the first start made, if there is one yet. */

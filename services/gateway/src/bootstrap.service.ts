@@ -48,7 +48,10 @@ export class BootstrapService {
     secret: string,
     meta: { name: string; role: ApiKeyDoc['role'] },
   ): Promise<void> {
-    if (!(await this.deps.access.hasKey(secret))) await this.deps.access.issueKey(accountId, meta, secret);
+    if (await this.deps.access.hasKey(secret)) return;
+    const taken = await this.deps.access.issueKey(accountId, meta, secret);
+    // A new value of the variable retires the key the previous value made: rotating it and restarting is enough.
+    await this.deps.access.retireKeysNamed(accountId, meta, taken.id);
   }
 }
 

@@ -85,6 +85,11 @@ export class AccessRepository {
     return this.keys.find({ accountId, revokedAt: { $exists: false } }, { sort: { createdAt: 1, id: 1 } });
   }
 
+  /** Takes a revocation back (a revocation that would have left the account without an admin key). */
+  async restoreKey(accountId: string, keyId: string): Promise<void> {
+    await this.keys.updateOne({ id: keyId, accountId }, { $unset: { revokedAt: true } });
+  }
+
   /** False when the account has no such live key. */
   async revokeKey(accountId: string, keyId: string, at: string): Promise<boolean> {
     return (
