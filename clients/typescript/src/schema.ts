@@ -724,8 +724,8 @@ export interface components {
             /** @description The first characters of the secret, to recognise a key without revealing it */
             prefix: string;
             createdAt: string;
-            /** @description Shown only in this answer */
-            secret: string;
+            /** @description Shown only in this answer; left out when an Idempotency-Key replays it (no secret is kept) */
+            secret?: string;
         };
         Assignment: {
             /** @description The routing rule that chose the agent; null for the team default or a manual assignment */
@@ -817,7 +817,7 @@ export interface components {
                 index: number;
                 externalId?: string;
                 /** @enum {string} */
-                code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
+                code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "last_admin_key" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
                 message: string;
                 /** @description The offending field inside the item, e.g. `pricing.listPrice` */
                 path?: string;
@@ -1353,7 +1353,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
+            code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "last_admin_key" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
             requestId: string;
             errors?: {
                 /** @description Dotted path of the offending field, e.g. `pricing.listPrice` or `listings.3.status` */
@@ -1771,8 +1771,8 @@ export interface components {
             version: number;
             createdAt: string;
             updatedAt: string;
-            /** @description `whsec_` + base64: the Standard Webhooks signing secret, shown only this once */
-            secret: string;
+            /** @description `whsec_` + base64: the Standard Webhooks signing secret, shown only this once (left out when an Idempotency-Key replays the answer) */
+            secret?: string;
         };
     };
     responses: never;

@@ -48,7 +48,12 @@ export const apiKey = z
 export type ApiKey = z.infer<typeof apiKey>;
 
 export const apiKeyWithSecret = apiKey
-  .extend({ secret: z.string().describe('Shown only in this answer') })
+  .extend({
+    secret: z
+      .string()
+      .optional()
+      .describe('Shown only in this answer; left out when an Idempotency-Key replays it (no secret is kept)'),
+  })
   .meta({ id: 'ApiKeyWithSecret' });
 
 export const apiKeyList = z.object({ items: z.array(apiKey) });

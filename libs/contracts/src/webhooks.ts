@@ -109,7 +109,12 @@ export type Webhook = z.infer<typeof webhook>;
 
 export const webhookWithSecret = webhook
   .extend({
-    secret: z.string().describe('`whsec_` + base64: the Standard Webhooks signing secret, shown only this once'),
+    secret: z
+      .string()
+      .optional()
+      .describe(
+        '`whsec_` + base64: the Standard Webhooks signing secret, shown only this once (left out when an Idempotency-Key replays the answer)',
+      ),
   })
   .meta({ id: 'WebhookWithSecret' });
 export type WebhookWithSecret = z.infer<typeof webhookWithSecret>;

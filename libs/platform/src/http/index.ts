@@ -134,6 +134,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // A request line with an over-long query still reaches validation (422) rather than Node's 431.
+    http: { maxHeaderSize: 64 * 1024 },
     // Ids are at most 64 characters: a longer path segment reaches validation (422) instead of the router's 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     // Requests Node's HTTP parser refuses (headers or URL too long, malformed, too slow) answer problem+json too.
