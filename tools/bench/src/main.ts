@@ -54,7 +54,20 @@ async function runBench(selected: Scenario[], settings: BenchSettings, outDir: s
   try {
     for (const scenario of selected) {
       log(`scenario ${scenario.name}`);
-      results.push(await scenario.run(ctx));
+      try {
+        results.push(await scenario.run(ctx));
+      } catch (err) {
+        // One scenario that cannot run must not cost the figures of the others.
+        const message = err instanceof Error ? err.message : String(err);
+        log(`scenario ${scenario.name} failed: ${message}`);
+        results.push({
+          name: scenario.name,
+          description: scenario.description,
+          targets: [],
+          ratios: [],
+          problems: [`${scenario.name}: did not run to its end: ${message}`],
+        });
+      }
       await pool.stopAll();
     }
   } finally {

@@ -28,7 +28,7 @@ export interface DistributedCluster {
   stop(): Promise<void>;
 }
 
-const SERVICES = ['listings', 'media', 'leads'] as const;
+const SERVICES = ['listings', 'media', 'leads', 'webhooks'] as const;
 /** Linux clock ticks per second (USER_HZ), what /proc/<pid>/stat counts CPU in. */
 const TICKS_PER_SECOND = 100;
 
@@ -162,7 +162,9 @@ export async function startDistributed(
   try {
     const listings = await start('listings', {});
     await start('media', { LISTINGS_URL: listings.origin });
-    await start('leads', {});
+    const leads = await start('leads', {});
+    const media = children.find((c) => c.name === 'media')!;
+    await start('webhooks', { LEADS_URL: leads.origin, MEDIA_URL: media.origin });
     const upstreams = Object.fromEntries(
       SERVICES.map((s) => [`${s.toUpperCase()}_URL`, children.find((c) => c.name === s)!.origin]),
     );
