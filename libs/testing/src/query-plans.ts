@@ -9,6 +9,8 @@ import type {
   Update,
 } from '@estate/store';
 import { toEngineFilter, toEngineSort } from '@estate/store/id-mapping';
+import { MongoDocumentStore } from '@estate/store/mongo.document-store';
+import type { Logger } from 'pino';
 
 /** One query a repository sent, as the port saw it. */
 export interface RecordedQuery {
@@ -105,4 +107,21 @@ export async function collectionScans(url: string, dbName: string, queries: Reco
   } finally {
     await client.close();
   }
+}
+
+/** A recording store over a MongoDB database of its own; `drop()` removes the database and closes the store. */
+export async function openRecordingStore(
+  url: string,
+  dbName: string,
+  log?: Logger,
+): Promise<{ store: QueryRecordingStore; drop(): Promise<void> }> {
+  const mongo = await MongoDocumentStore.connect(url, { dbName, log });
+  const store = new QueryRecordingStore(mongo);
+  return {
+    store,
+    async drop() {
+      await mongo.dropDatabase();
+      await store.close();
+    },
+  };
 }

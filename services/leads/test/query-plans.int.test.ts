@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MongoDocumentStore } from '@estate/store/mongo.document-store';
-import { collectionScans, describeWithEngines, QueryRecordingStore } from '@estate/testing';
+import { collectionScans, describeWithEngines, openRecordingStore, type QueryRecordingStore } from '@estate/testing';
 import { admin, log, startLeads, type LeadsHarness } from './harness';
 
 /**
@@ -10,18 +9,16 @@ import { admin, log, startLeads, type LeadsHarness } from './harness';
 describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
   const dbName = `plans_leads_${randomUUID().slice(0, 8)}`;
   let store: QueryRecordingStore;
+  let drop: () => Promise<void>;
   let h: LeadsHarness;
 
   beforeAll(async () => {
-    store = new QueryRecordingStore(await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName, log }));
+    ({ store, drop } = await openRecordingStore(urls.MONGODB_URL, dbName, log));
     h = await startLeads({ store });
   });
   afterAll(async () => {
     await h.close();
-    const drop = await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName });
-    await drop.dropDatabase();
-    await drop.close();
-    await store.close();
+    await drop();
   });
 
   it('captures, de-duplicates and reads leads without a collection scan', async () => {

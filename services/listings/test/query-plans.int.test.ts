@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { MongoDocumentStore } from '@estate/store/mongo.document-store';
-import { collectionScans, describeWithEngines, listingBody, QueryRecordingStore } from '@estate/testing';
+import {
+  collectionScans,
+  describeWithEngines,
+  listingBody,
+  openRecordingStore,
+  type QueryRecordingStore,
+} from '@estate/testing';
 import { alice, bob, ListingsHarness, log } from './harness';
 
 /**
@@ -10,18 +15,16 @@ import { alice, bob, ListingsHarness, log } from './harness';
 describeWithEngines('listings queries use indexes', ['MONGODB_URL'], (urls) => {
   const dbName = `plans_listings_${randomUUID().slice(0, 8)}`;
   let store: QueryRecordingStore;
+  let drop: () => Promise<void>;
   let h: ListingsHarness;
 
   beforeAll(async () => {
-    store = new QueryRecordingStore(await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName, log }));
+    ({ store, drop } = await openRecordingStore(urls.MONGODB_URL, dbName, log));
     h = await ListingsHarness.start({ store, start: false });
   });
   afterAll(async () => {
     await h.close();
-    const admin = await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName });
-    await admin.dropDatabase();
-    await admin.close();
-    await store.close();
+    await drop();
   });
 
   it('reads, updates and deletes a listing without a collection scan', async () => {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MongoDocumentStore } from '@estate/store/mongo.document-store';
-import { collectionScans, describeWithEngines, QueryRecordingStore } from '@estate/testing';
+import { collectionScans, describeWithEngines, openRecordingStore, type QueryRecordingStore } from '@estate/testing';
 import { GalleryRepository } from '../src/repositories/gallery.repository';
 import { log } from './harness';
 
@@ -8,16 +7,13 @@ import { log } from './harness';
 describeWithEngines('media queries use indexes', ['MONGODB_URL'], (urls) => {
   const dbName = `plans_media_${randomUUID().slice(0, 8)}`;
   let store: QueryRecordingStore;
+  let drop: () => Promise<void>;
 
   beforeAll(async () => {
-    store = new QueryRecordingStore(await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName, log }));
+    ({ store, drop } = await openRecordingStore(urls.MONGODB_URL, dbName, log));
   });
   afterAll(async () => {
-    await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName }).then(async (s) => {
-      await s.dropDatabase();
-      await s.close();
-    });
-    await store.close();
+    await drop();
   });
 
   it('reads a gallery without a collection scan', async () => {
