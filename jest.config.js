@@ -62,4 +62,5 @@ module.exports = {
   ],
   testTimeout: 30000,
   maxWorkers: 2,
+  reporters: ['default', '<rootDir>/libs/testing/src/summary-reporter.js'],
 };
