@@ -663,6 +663,7 @@ export interface components {
          */
         AgentCreate: {
             name: string;
+            /** Format: email */
             email: string;
             /** @description Any common notation; stored in E.164 */
             phone?: string;
@@ -686,6 +687,7 @@ export interface components {
          */
         AgentPatch: {
             name?: string;
+            /** Format: email */
             email?: string;
             phone?: string | null;
             active?: boolean | null;
@@ -885,6 +887,7 @@ export interface components {
          */
         LeadCapture: {
             name: string;
+            /** Format: email */
             email?: string;
             /** @description Any common notation; stored in E.164 */
             phone?: string;
@@ -1387,6 +1390,7 @@ export interface components {
         RoutingPreviewBody: {
             leadId?: string;
             name?: string;
+            /** Format: email */
             email?: string;
             /** @description Any common notation; stored in E.164 */
             phone?: string;
@@ -1783,7 +1787,7 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
-         * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+         * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
          * @example "3"
          */
         IfMatch: string;
@@ -3041,7 +3045,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -3195,7 +3199,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -4416,7 +4420,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -4597,7 +4601,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -5376,7 +5380,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -6541,7 +6545,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -6695,7 +6699,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -7378,7 +7382,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -7532,7 +7536,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -7867,7 +7871,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -8369,7 +8373,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -9045,7 +9049,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -9199,7 +9203,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.
+                 * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];

@@ -194,25 +194,31 @@ function numberTuple<const K extends readonly string[]>(
   bounds: Record<K[number], [number, number]>,
   example: string,
 ) {
-  return z.string().transform((raw, ctx) => {
-    const parts = raw.split(',').map((p) => p.trim());
-    const values = parts.map(Number);
-    if (parts.length !== names.length || parts.some((p) => p === '') || values.some((v) => !Number.isFinite(v))) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `must be ${names.length} numbers separated by commas (${names.join(',')}), e.g. ${example}`,
+  const number = '\\s*-?[0-9]+(\\.[0-9]+)?\\s*';
+  // The pattern documents the shape for clients and generators; the transform checks it and the bounds.
+  const pattern = `^${number}(,${number}){${names.length - 1}}$`;
+  return z
+    .string()
+    .meta({ pattern })
+    .transform((raw, ctx) => {
+      const parts = raw.split(',').map((p) => p.trim());
+      const values = parts.map(Number);
+      if (parts.length !== names.length || parts.some((p) => p === '') || values.some((v) => !Number.isFinite(v))) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be ${names.length} numbers separated by commas (${names.join(',')}), e.g. ${example}`,
+        });
+        return z.NEVER;
+      }
+      const out = {} as Record<K[number], number>;
+      names.forEach((name: K[number], i) => {
+        const [min, max] = bounds[name];
+        if (values[i] < min || values[i] > max)
+          ctx.addIssue({ code: 'custom', message: `${name} must be between ${min} and ${max}` });
+        out[name] = values[i];
       });
-      return z.NEVER;
-    }
-    const out = {} as Record<K[number], number>;
-    names.forEach((name: K[number], i) => {
-      const [min, max] = bounds[name];
-      if (values[i] < min || values[i] > max)
-        ctx.addIssue({ code: 'custom', message: `${name} must be between ${min} and ${max}` });
-      out[name] = values[i];
+      return out;
     });
-    return out;
-  });
 }
 
 const latitude: [number, number] = [-90, 90];

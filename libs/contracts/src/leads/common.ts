@@ -4,7 +4,13 @@ export const text = (max: number) => z.string().trim().min(1).max(max);
 export const entityId = z.string().trim().min(1).max(64);
 
 /** Trimmed and lowercased before it is checked. */
-export const emailInput = z.string().trim().toLowerCase().max(254).pipe(z.email('must be an email address'));
+export const emailInput = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .max(254)
+  .pipe(z.email('must be an email address'))
+  .meta({ format: 'email' });
 /** Any common notation; the service normalises it to E.164 (without a country code: the account's region). */
 export const phoneInput = z.string().trim().min(3).max(40).describe('Any common notation; stored in E.164');
 export const tagsInput = z.array(text(50)).max(50);

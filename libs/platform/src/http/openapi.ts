@@ -110,8 +110,10 @@ const PARAMETERS: Json = {
     name: 'If-Match',
     in: 'header',
     required: false,
-    description: 'Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`.',
-    schema: { type: 'string' },
+    description:
+      'Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.',
+    // What versioning.ts accepts: an entity tag this API issued (weak form tolerated), or `*`.
+    schema: { type: 'string', pattern: '^\\s*(\\*|(W/)?"?[0-9]{1,15}"?)\\s*$' },
     example: '"3"',
   },
 };
