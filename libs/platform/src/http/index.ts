@@ -99,6 +99,8 @@ export interface HttpAppOptions {
   logger: Logger;
   /** Largest JSON body accepted, in bytes. */
   bodyLimit?: number;
+  /** A request whose headers or body have not all arrived by then is answered 408 and its connection closed (30 s). */
+  requestTimeoutMs?: number;
   /** Where clients reach the API (PUBLIC_BASE_URL): image URLs in answers and the document's server are absolute with it. */
   publicBaseUrl?: string;
   /** Dependencies that must answer for `/health/ready`. */
@@ -119,6 +121,7 @@ export interface HttpAppOptions {
  * metrics and, when asked, OpenAPI docs. Routes are added by the caller.
  */
 export async function createHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
+  const timeoutMs = options.requestTimeoutMs ?? 30_000;
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
@@ -134,8 +137,15 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
-    // A request line with an over-long query still reaches validation (422) rather than Node's 431.
-    http: { maxHeaderSize: 64 * 1024 },
+    // A slow client (slowloris, a stalled upload) cannot hold a connection: headers and body must all arrive in
+    // time. Node checks open connections every connectionsCheckingInterval.
+    requestTimeout: timeoutMs,
+    http: {
+      // A request line with an over-long query still reaches validation (422) rather than Node's 431.
+      maxHeaderSize: 64 * 1024,
+      headersTimeout: timeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, timeoutMs),
+    },
     // Ids are at most 64 characters: a longer path segment reaches validation (422) instead of the router's 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     // Requests Node's HTTP parser refuses (headers or URL too long, malformed, too slow) answer problem+json too.
