@@ -6,7 +6,6 @@ import {
   SearchIndexUnavailable,
   type FacetCount,
   type IndexedListing,
-  type ListingFilters,
   type ListingHit,
   type ListingIndex,
   type ListingRemoval,
@@ -14,15 +13,18 @@ import {
   type ListingSearchResult,
   type SearchAfter,
 } from './listing-index';
+import { arcDistanceMetres, distanceKm, projectListing, type ListingFields } from './listing-projection';
 import {
-  arcDistanceMetres,
-  distanceKm,
-  EARTH_RADIUS_M,
-  filterKey,
-  projectListing,
-  tokenize,
-  type ListingFields,
-} from './listing-projection';
+  byValue,
+  DISTANCE_FN,
+  FACET_COLUMNS,
+  filterWhere,
+  matchExpression,
+  NULLABLE,
+  SORT_COLUMNS,
+  type Where,
+} from './sqlite-listing-query';
+import { COLUMN_TYPES, COLUMNS, rowOf, SCHEMA } from './sqlite-listing-schema';
 
 /**
  * The embedded profile's index in SQLite (docs/spec.md §2): indexed columns for filters, sorts and facets,
@@ -48,241 +50,7 @@ type Run = (sql: string, params: unknown[]) => unknown[];
 /** Runs one statement and hands its rows over one by one, as arrays of column values (many rows, no objects). */
 type Scan = (sql: string, params: unknown[]) => Iterable<unknown[]>;
 
-/** The columns of a listing, in the order of {@link rowOf}. */
-const COLUMNS = [
-  'listing_id',
-  'account_id',
-  'version',
-  'status',
-  'property_type',
-  'city',
-  'city_key',
-  'state_key',
-  'postal_key',
-  'source',
-  'external_id',
-  'list_price',
-  'bedrooms',
-  'bathrooms',
-  'living_area',
-  'lat',
-  'lon',
-  'listed_at',
-  'updated_at',
-  'created_at',
-] as const;
-
-const COLUMN_TYPES = `
-  listing_id TEXT NOT NULL UNIQUE, account_id TEXT NOT NULL, version INTEGER NOT NULL,
-  status TEXT NOT NULL, property_type TEXT NOT NULL, city TEXT NOT NULL, city_key TEXT NOT NULL, state_key TEXT NOT NULL, postal_key TEXT NOT NULL,
-  source TEXT, external_id TEXT, list_price REAL NOT NULL, bedrooms REAL, bathrooms REAL, living_area REAL, lat REAL, lon REAL,
-  listed_at INTEGER, updated_at INTEGER NOT NULL, created_at INTEGER NOT NULL`;
-
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS search_listings (id INTEGER PRIMARY KEY, ${COLUMN_TYPES});
-  -- The documents apart: rows that filters and sorts read stay small, a page reads 20 documents, not every match's.
-  CREATE TABLE IF NOT EXISTS search_docs (id INTEGER PRIMARY KEY, doc TEXT NOT NULL);
-  -- The price order also covers the numeric filters and the facets, so that a price band is counted and faceted from the index alone.
-  DROP INDEX IF EXISTS search_listings_price;
-  CREATE INDEX IF NOT EXISTS search_listings_price_facets ON search_listings (account_id, list_price, listing_id, bedrooms, bathrooms, living_area, status, property_type, city_key, city);
-  CREATE INDEX IF NOT EXISTS search_listings_listed ON search_listings (account_id, listed_at, listing_id);
-  CREATE INDEX IF NOT EXISTS search_listings_updated ON search_listings (account_id, updated_at, listing_id);
-  CREATE INDEX IF NOT EXISTS search_listings_created ON search_listings (account_id, created_at, listing_id);
-  CREATE INDEX IF NOT EXISTS search_listings_status ON search_listings (account_id, status);
-  CREATE INDEX IF NOT EXISTS search_listings_type ON search_listings (account_id, property_type);
-  CREATE INDEX IF NOT EXISTS search_listings_city ON search_listings (account_id, city_key, city);
-  CREATE INDEX IF NOT EXISTS search_listings_state ON search_listings (account_id, state_key);
-  CREATE INDEX IF NOT EXISTS search_listings_postal ON search_listings (account_id, postal_key);
-  CREATE INDEX IF NOT EXISTS search_listings_bedrooms ON search_listings (account_id, bedrooms);
-  CREATE INDEX IF NOT EXISTS search_listings_bathrooms ON search_listings (account_id, bathrooms);
-  CREATE INDEX IF NOT EXISTS search_listings_area ON search_listings (account_id, living_area);
-  CREATE INDEX IF NOT EXISTS search_listings_source ON search_listings (account_id, source, external_id);
-  CREATE VIRTUAL TABLE IF NOT EXISTS search_text USING fts5 (text, content='', contentless_delete=1, tokenize='porter unicode61');
-  CREATE VIRTUAL TABLE IF NOT EXISTS search_geo USING rtree (id, min_lat, max_lat, min_lon, max_lon);
-  CREATE TABLE IF NOT EXISTS search_removed (listing_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
-  -- Facet counts of whole accounts, kept by triggers: an unfiltered search reads its facets and total here.
-  CREATE TABLE IF NOT EXISTS search_counts (account_id TEXT NOT NULL, facet TEXT NOT NULL, value TEXT NOT NULL, n INTEGER NOT NULL,
-    PRIMARY KEY (account_id, facet, value)) WITHOUT ROWID;
-  ${['INSERT', 'DELETE', 'UPDATE OF account_id, status, property_type, city'].map((event) => countTrigger(event)).join('\n')}
-`;
-
-function countTrigger(event: string): string {
-  const name = `search_counts_${event.split(' ')[0].toLowerCase()}`;
-  const change = (row: 'NEW' | 'OLD', by: 1 | -1) =>
-    (['status', 'propertyType', 'city'] as const)
-      .map((facet) => {
-        const column = { status: 'status', propertyType: 'property_type', city: 'city' }[facet];
-        return `INSERT INTO search_counts VALUES (${row}.account_id, '${facet}', ${row}.${column}, ${by}) ON CONFLICT DO UPDATE SET n = n + ${by};`;
-      })
-      .join(' ');
-  const body =
-    event === 'INSERT'
-      ? change('NEW', 1)
-      : event === 'DELETE'
-        ? change('OLD', -1)
-        : `${change('OLD', -1)} ${change('NEW', 1)}`;
-  return `CREATE TRIGGER IF NOT EXISTS ${name} AFTER ${event} ON search_listings BEGIN ${body} END;`;
-}
-
 const SCAN_BATCH = 1000;
-const DISTANCE_FN = 'search_distance_m';
-/** Degrees added around a `near` box: the exact distance check follows, the box only has to hold every match. */
-const BOX_MARGIN_DEG = 1e-6;
-
-const SORT_COLUMNS = {
-  listPrice: 'l.list_price',
-  listedAt: 'l.listed_at',
-  updatedAt: 'l.updated_at',
-  createdAt: 'l.created_at',
-} as const;
-/** Sort fields a listing may lack: those listings come after the others, either way. */
-const NULLABLE = new Set<string>(['listedAt']);
-const FACET_COLUMNS: Record<ListingFacet, { select: string }> = {
-  status: { select: 'l.status' },
-  propertyType: { select: 'l.property_type' },
-  // The cities as written (the key, for filtering, follows from the city).
-  city: { select: 'l.city' },
-};
-
-const byValue = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-function rowOf(fields: ListingFields): unknown[] {
-  return [
-    fields.listingId,
-    fields.accountId,
-    fields.version,
-    fields.status,
-    fields.propertyType,
-    fields.city,
-    fields.cityKey,
-    fields.stateKey,
-    fields.postalKey,
-    fields.source ?? null,
-    fields.externalId ?? null,
-    fields.listPrice,
-    fields.bedrooms ?? null,
-    fields.bathrooms ?? null,
-    fields.livingAreaSqft ?? null,
-    fields.location?.lat ?? null,
-    fields.location?.lon ?? null,
-    fields.listedAt ?? null,
-    fields.updatedAt,
-    fields.createdAt,
-  ];
-}
-
-/**
- * `q` as an FTS5 query: every word quoted (FTS5 cuts it again with its own tokenizer, as it cut the text), all
- * required, the last one also as a prefix. Undefined when `q` holds no word.
- */
-export function matchExpression(q: string): string | undefined {
-  const words = tokenize(q);
-  if (words.length === 0) return undefined;
-  return words.map((w, i) => `"${w.replaceAll('"', '""')}"${i === words.length - 1 ? '*' : ''}`).join(' ');
-}
-
-type LngRange = [number, number];
-
-/** The R*Tree boxes that hold every point within `radiusKm` of the centre (one per side of the antimeridian). */
-export function nearBoxes({ lat, lng, radiusKm }: { lat: number; lng: number; radiusKm: number }): {
-  minLat: number;
-  maxLat: number;
-  lngs: LngRange[];
-} {
-  const angle = (radiusKm * 1000) / EARTH_RADIUS_M;
-  const deg = 180 / Math.PI;
-  const minLat = lat - angle * deg - BOX_MARGIN_DEG;
-  const maxLat = lat + angle * deg + BOX_MARGIN_DEG;
-  if (minLat <= -90 || maxLat >= 90 || angle >= Math.PI / 2)
-    return { minLat: Math.max(minLat, -90), maxLat: Math.min(maxLat, 90), lngs: [[-180, 180]] };
-  // The widest longitude reached on a circle around the centre (Matuschek, "Finding points within a distance").
-  const dLng = Math.asin(Math.min(1, Math.sin(angle) / Math.cos(lat / deg))) * deg + BOX_MARGIN_DEG;
-  return { minLat, maxLat, lngs: lngRanges(lng - dLng, lng + dLng) };
-}
-
-function lngRanges(from: number, to: number): LngRange[] {
-  if (to - from >= 360) return [[-180, 180]];
-  if (from < -180)
-    return [
-      [from + 360, 180],
-      [-180, to],
-    ];
-  if (to > 180)
-    return [
-      [from, 180],
-      [-180, to - 360],
-    ];
-  return [[from, to]];
-}
-
-/** A WHERE clause in parts, with its positional parameters. */
-class Where {
-  readonly parts: string[] = [];
-  readonly params: unknown[] = [];
-
-  add(sql: string, ...params: unknown[]): this {
-    this.parts.push(sql);
-    this.params.push(...params);
-    return this;
-  }
-
-  get sql(): string {
-    return this.parts.join(' AND ');
-  }
-}
-
-/** The filters (`q` aside: it is joined or matched where the query needs it) over `search_listings l`. */
-function filterWhere(accountId: string, f: ListingFilters): Where {
-  const w = new Where().add('l.account_id = ?', accountId);
-  const list = (values: readonly string[]) => values.map(() => '?').join(', ');
-  if (f.status) w.add(`l.status IN (${list(f.status)})`, ...f.status);
-  if (f.propertyType) w.add(`l.property_type IN (${list(f.propertyType)})`, ...f.propertyType);
-  if (f.city !== undefined) w.add('l.city_key = ?', filterKey(f.city));
-  if (f.stateOrProvince !== undefined) w.add('l.state_key = ?', filterKey(f.stateOrProvince));
-  if (f.postalCode !== undefined) w.add('l.postal_key = ?', filterKey(f.postalCode));
-  if (f.source !== undefined) w.add('l.source = ?', f.source);
-  if (f.externalId !== undefined) w.add('l.external_id = ?', f.externalId);
-  if (f.minPrice !== undefined) w.add('l.list_price >= ?', f.minPrice);
-  if (f.maxPrice !== undefined) w.add('l.list_price <= ?', f.maxPrice);
-  // A listing without the value compares as NULL and drops out, as the contract wants.
-  if (f.minBedrooms !== undefined) w.add('l.bedrooms >= ?', f.minBedrooms);
-  if (f.minBathrooms !== undefined) w.add('l.bathrooms >= ?', f.minBathrooms);
-  if (f.minLivingArea !== undefined) w.add('l.living_area >= ?', f.minLivingArea);
-  if (f.updatedSince !== undefined) w.add('l.updated_at >= ?', f.updatedSince);
-  if (f.near) {
-    const box = nearBoxes(f.near);
-    geoPrefilter(w, box.minLat, box.maxLat, box.lngs);
-    w.add(`${DISTANCE_FN}(l.lat, l.lon, ?, ?) <= ?`, f.near.lat, f.near.lng, f.near.radiusKm * 1000);
-  }
-  if (f.bbox) {
-    const { minLng, minLat, maxLng, maxLat } = f.bbox;
-    const crosses = minLng > maxLng;
-    geoPrefilter(
-      w,
-      minLat,
-      maxLat,
-      crosses
-        ? [
-            [minLng, 180],
-            [-180, maxLng],
-          ]
-        : [[minLng, maxLng]],
-    );
-    // The R*Tree holds 32-bit floats rounded outwards: the exact test is on the stored doubles.
-    w.add('l.lat BETWEEN ? AND ?', minLat, maxLat);
-    if (crosses) w.add('(l.lon >= ? OR l.lon <= ?)', minLng, maxLng);
-    else w.add('l.lon BETWEEN ? AND ?', minLng, maxLng);
-  }
-  return w;
-}
-
-function geoPrefilter(w: Where, minLat: number, maxLat: number, lngs: LngRange[]): void {
-  const box = 'SELECT id FROM search_geo WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?';
-  w.add(
-    `l.id IN (${lngs.map(() => box).join(' UNION ALL ')})`,
-    ...lngs.flatMap(([from, to]) => [minLat, maxLat, from, to]),
-  );
-}
 
 interface FacetRow {
   facet?: string;

@@ -1,0 +1,141 @@
+import type { ListingFacet } from '@estate/contracts/listings';
+import type { ListingFilters } from './listing-index';
+import { EARTH_RADIUS_M, filterKey, tokenize } from './listing-projection';
+
+/**
+ * The SQL of a listing search over the SQLite index's tables (sqlite-listing-schema.ts): the WHERE clause of the
+ * filters, the full-text match expression and the geographic prefilters. Pure: no database here.
+ */
+export const DISTANCE_FN = 'search_distance_m';
+/** Degrees added around a `near` box: the exact distance check follows, the box only has to hold every match. */
+const BOX_MARGIN_DEG = 1e-6;
+
+export const SORT_COLUMNS = {
+  listPrice: 'l.list_price',
+  listedAt: 'l.listed_at',
+  updatedAt: 'l.updated_at',
+  createdAt: 'l.created_at',
+} as const;
+/** Sort fields a listing may lack: those listings come after the others, either way. */
+export const NULLABLE = new Set<string>(['listedAt']);
+export const FACET_COLUMNS: Record<ListingFacet, { select: string }> = {
+  status: { select: 'l.status' },
+  propertyType: { select: 'l.property_type' },
+  // The cities as written (the key, for filtering, follows from the city).
+  city: { select: 'l.city' },
+};
+
+export const byValue = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * `q` as an FTS5 query: every word quoted (FTS5 cuts it again with its own tokenizer, as it cut the text), all
+ * required, the last one also as a prefix. Undefined when `q` holds no word.
+ */
+export function matchExpression(q: string): string | undefined {
+  const words = tokenize(q);
+  if (words.length === 0) return undefined;
+  return words.map((w, i) => `"${w.replaceAll('"', '""')}"${i === words.length - 1 ? '*' : ''}`).join(' ');
+}
+
+export type LngRange = [number, number];
+
+/** The R*Tree boxes that hold every point within `radiusKm` of the centre (one per side of the antimeridian). */
+export function nearBoxes({ lat, lng, radiusKm }: { lat: number; lng: number; radiusKm: number }): {
+  minLat: number;
+  maxLat: number;
+  lngs: LngRange[];
+} {
+  const angle = (radiusKm * 1000) / EARTH_RADIUS_M;
+  const deg = 180 / Math.PI;
+  const minLat = lat - angle * deg - BOX_MARGIN_DEG;
+  const maxLat = lat + angle * deg + BOX_MARGIN_DEG;
+  if (minLat <= -90 || maxLat >= 90 || angle >= Math.PI / 2)
+    return { minLat: Math.max(minLat, -90), maxLat: Math.min(maxLat, 90), lngs: [[-180, 180]] };
+  // The widest longitude reached on a circle around the centre (Matuschek, "Finding points within a distance").
+  const dLng = Math.asin(Math.min(1, Math.sin(angle) / Math.cos(lat / deg))) * deg + BOX_MARGIN_DEG;
+  return { minLat, maxLat, lngs: lngRanges(lng - dLng, lng + dLng) };
+}
+
+function lngRanges(from: number, to: number): LngRange[] {
+  if (to - from >= 360) return [[-180, 180]];
+  if (from < -180)
+    return [
+      [from + 360, 180],
+      [-180, to],
+    ];
+  if (to > 180)
+    return [
+      [from, 180],
+      [-180, to - 360],
+    ];
+  return [[from, to]];
+}
+
+/** A WHERE clause in parts, with its positional parameters. */
+export class Where {
+  readonly parts: string[] = [];
+  readonly params: unknown[] = [];
+
+  add(sql: string, ...params: unknown[]): this {
+    this.parts.push(sql);
+    this.params.push(...params);
+    return this;
+  }
+
+  get sql(): string {
+    return this.parts.join(' AND ');
+  }
+}
+
+/** The filters (`q` aside: it is joined or matched where the query needs it) over `search_listings l`. */
+export function filterWhere(accountId: string, f: ListingFilters): Where {
+  const w = new Where().add('l.account_id = ?', accountId);
+  const list = (values: readonly string[]) => values.map(() => '?').join(', ');
+  if (f.status) w.add(`l.status IN (${list(f.status)})`, ...f.status);
+  if (f.propertyType) w.add(`l.property_type IN (${list(f.propertyType)})`, ...f.propertyType);
+  if (f.city !== undefined) w.add('l.city_key = ?', filterKey(f.city));
+  if (f.stateOrProvince !== undefined) w.add('l.state_key = ?', filterKey(f.stateOrProvince));
+  if (f.postalCode !== undefined) w.add('l.postal_key = ?', filterKey(f.postalCode));
+  if (f.source !== undefined) w.add('l.source = ?', f.source);
+  if (f.externalId !== undefined) w.add('l.external_id = ?', f.externalId);
+  if (f.minPrice !== undefined) w.add('l.list_price >= ?', f.minPrice);
+  if (f.maxPrice !== undefined) w.add('l.list_price <= ?', f.maxPrice);
+  // A listing without the value compares as NULL and drops out, as the contract wants.
+  if (f.minBedrooms !== undefined) w.add('l.bedrooms >= ?', f.minBedrooms);
+  if (f.minBathrooms !== undefined) w.add('l.bathrooms >= ?', f.minBathrooms);
+  if (f.minLivingArea !== undefined) w.add('l.living_area >= ?', f.minLivingArea);
+  if (f.updatedSince !== undefined) w.add('l.updated_at >= ?', f.updatedSince);
+  if (f.near) {
+    const box = nearBoxes(f.near);
+    geoPrefilter(w, box.minLat, box.maxLat, box.lngs);
+    w.add(`${DISTANCE_FN}(l.lat, l.lon, ?, ?) <= ?`, f.near.lat, f.near.lng, f.near.radiusKm * 1000);
+  }
+  if (f.bbox) {
+    const { minLng, minLat, maxLng, maxLat } = f.bbox;
+    const crosses = minLng > maxLng;
+    geoPrefilter(
+      w,
+      minLat,
+      maxLat,
+      crosses
+        ? [
+            [minLng, 180],
+            [-180, maxLng],
+          ]
+        : [[minLng, maxLng]],
+    );
+    // The R*Tree holds 32-bit floats rounded outwards: the exact test is on the stored doubles.
+    w.add('l.lat BETWEEN ? AND ?', minLat, maxLat);
+    if (crosses) w.add('(l.lon >= ? OR l.lon <= ?)', minLng, maxLng);
+    else w.add('l.lon BETWEEN ? AND ?', minLng, maxLng);
+  }
+  return w;
+}
+
+function geoPrefilter(w: Where, minLat: number, maxLat: number, lngs: LngRange[]): void {
+  const box = 'SELECT id FROM search_geo WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?';
+  w.add(
+    `l.id IN (${lngs.map(() => box).join(' UNION ALL ')})`,
+    ...lngs.flatMap(([from, to]) => [minLat, maxLat, from, to]),
+  );
+}
