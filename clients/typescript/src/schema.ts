@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's API keys (without secrets) */
+        /** List the account's live API keys (without secrets), oldest first */
         get: operations["listApiKeys"];
         put?: never;
         /** Create an API key (the secret is shown only in this answer) */
@@ -715,6 +715,11 @@ export interface components {
             /** @description Required for role `agent`: the agent the key acts as */
             agentId?: string;
         };
+        ApiKeyList: {
+            items: components["schemas"]["ApiKey"][];
+            nextCursor: string | null;
+            total: number;
+        };
         ApiKeyWithSecret: {
             id: string;
             name: string;
@@ -817,7 +822,7 @@ export interface components {
                 index: number;
                 externalId?: string;
                 /** @enum {string} */
-                code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "last_admin_key" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
+                code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "last_admin_key" | "version_mismatch" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
                 message: string;
                 /** @description The offending field inside the item, e.g. `pricing.listPrice` */
                 path?: string;
@@ -1353,7 +1358,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "last_admin_key" | "version_mismatch" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
+            code: "malformed_request" | "invalid_cursor" | "unauthorized" | "forbidden" | "not_found" | "account_not_found" | "api_key_not_found" | "listing_not_found" | "job_not_found" | "media_not_found" | "lead_not_found" | "agent_not_found" | "rule_not_found" | "webhook_not_found" | "delivery_not_found" | "method_not_allowed" | "conflict" | "listing_exists" | "lead_exists" | "idempotency_in_progress" | "media_limit_reached" | "no_agent_available" | "webhook_limit_reached" | "last_admin_key" | "version_mismatch" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "bulk_limit_exceeded" | "invalid_transition" | "image_corrupt" | "image_too_large" | "rate_limited" | "headers_too_large" | "internal_error" | "bad_gateway" | "service_unavailable" | "dependency_unavailable";
             requestId: string;
             errors?: {
                 /** @description Dotted path of the offending field, e.g. `pricing.listPrice` or `listings.3.status` */
@@ -1811,7 +1816,12 @@ export type $defs = Record<string, never>;
 export interface operations {
     listApiKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size, 1..100 (default 20) */
+                limit?: number;
+                /** @description Opaque cursor from a previous page */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1828,9 +1838,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: components["schemas"]["ApiKey"][];
-                    };
+                    "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
             /** @description Malformed request: a body that is not JSON, a bad header or cursor */
@@ -1885,6 +1893,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -1912,7 +1933,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -2031,6 +2052,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -2071,7 +2105,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -2166,6 +2200,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -2193,7 +2240,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -2313,6 +2360,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -2353,7 +2413,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -2442,6 +2502,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -2469,7 +2542,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -2630,6 +2703,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -2657,7 +2743,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -2836,6 +2922,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -2876,7 +2975,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -2994,6 +3093,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -3021,7 +3133,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -3148,6 +3260,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -3175,7 +3300,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -3333,6 +3458,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -3373,7 +3511,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -3516,6 +3654,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -3556,7 +3707,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -3647,6 +3798,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -3674,7 +3838,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -3809,6 +3973,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -3849,7 +4026,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -4002,6 +4179,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -4042,7 +4232,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -4184,6 +4374,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -4224,7 +4427,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -4356,6 +4559,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -4396,7 +4612,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -4537,6 +4753,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -4577,7 +4806,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -4732,6 +4961,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -4772,7 +5014,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -4831,6 +5073,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -4841,7 +5093,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -4975,6 +5227,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -5002,7 +5267,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -5171,6 +5436,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -5211,7 +5489,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -5329,6 +5607,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -5356,7 +5647,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -5514,6 +5805,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -5554,7 +5858,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -5678,6 +5982,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -5705,7 +6022,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -5828,6 +6145,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -5855,7 +6185,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -5995,6 +6325,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -6035,7 +6378,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -6156,6 +6499,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -6183,7 +6539,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -6336,6 +6692,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -6376,7 +6745,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -6494,6 +6863,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -6521,7 +6903,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -6648,6 +7030,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -6675,7 +7070,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -6829,6 +7224,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -6869,7 +7277,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -6989,6 +7397,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -7016,7 +7437,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -7173,6 +7594,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -7213,7 +7647,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -7331,6 +7765,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -7358,7 +7805,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -7485,6 +7932,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -7512,7 +7972,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -7664,6 +8124,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -7704,7 +8177,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -7820,6 +8293,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -7847,7 +8333,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -7994,6 +8480,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -8034,7 +8533,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -8179,6 +8678,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -8219,7 +8731,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -8322,6 +8834,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -8349,7 +8874,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -8503,6 +9028,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -8543,7 +9081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -8663,6 +9201,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -8690,7 +9241,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -8840,6 +9391,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -8880,7 +9444,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -8998,6 +9562,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -9025,7 +9602,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -9152,6 +9729,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -9179,7 +9769,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -9331,6 +9921,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Unsupported content type */
             415: {
                 headers: {
@@ -9371,7 +9974,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -9495,6 +10098,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -9522,7 +10138,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -9646,6 +10262,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -9673,7 +10302,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -9797,6 +10426,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -9824,7 +10466,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -9949,6 +10591,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -9976,7 +10631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
@@ -10059,6 +10714,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description URL too long */
+            414: {
+                headers: {
+                    "x-request-id": components["headers"]["XRequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Invalid: `errors` lists each field and why */
             422: {
                 headers: {
@@ -10086,7 +10754,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request headers or URL too large */
+            /** @description Request headers too large */
             431: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
