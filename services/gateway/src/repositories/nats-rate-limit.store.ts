@@ -8,6 +8,8 @@ import {
   type JetStreamManager,
   type StreamConfig,
 } from '@nats-io/jetstream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KeyedScheduler } from '@estate/bus/keyed-scheduler';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from 'pino';
 import type { RateLimitCounters, WindowCount } from './rate-limit.counters';
@@ -23,8 +25,16 @@ const STREAM_NOT_FOUND = 10059;
 const CALL_TIMEOUT_MS = 1000;
 /** After a failed call, how long requests are counted in this process before NATS is tried again. */
 const RETRY_NATS_AFTER_MS = 5000;
-const MAX_ATTEMPTS = 8;
+const MAX_ATTEMPTS = 24;
+/** Keys counted at once by one replica (each key's requests go one after another). */
+const CONCURRENT_KEYS = 256;
 const MAX_REMEMBERED = 10_000;
+
+class Contended extends Error {
+  constructor(key: string) {
+    super(`rate-limit counter ${key} stayed contended for ${MAX_ATTEMPTS} attempts`);
+  }
+}
 
 interface Seen {
   start: number;
@@ -45,6 +55,8 @@ interface Seen {
 export class NatsRateLimitCounters implements RateLimitCounters {
   private readonly seen = new Map<string, Seen>();
   private readonly fallback = new MemoryRateLimitCounters();
+  /** One key's requests in this replica are counted one after another: they would only conflict with each other. */
+  private readonly perKey = new KeyedScheduler(CONCURRENT_KEYS);
   private natsAfter = 0;
 
   private constructor(
@@ -96,13 +108,15 @@ export class NatsRateLimitCounters implements RateLimitCounters {
     const now = Date.now();
     if (now < this.natsAfter) return this.fallback.incr(key, windowMs);
     try {
-      const counted = await this.incrShared(key, windowMs, max, now);
+      const counted = await this.perKey.run(key, () => this.incrShared(key, windowMs, max));
       if (this.natsAfter !== 0) {
         this.natsAfter = 0;
         this.log.info({ bucket: this.bucket }, 'rate limits shared through NATS again');
       }
       return counted;
     } catch (err) {
+      // Other replicas kept winning the key: this request is counted here, NATS is not to blame.
+      if (err instanceof Contended) return this.fallback.incr(key, windowMs);
       if (this.natsAfter === 0)
         this.log.warn({ err, bucket: this.bucket }, 'rate limits counted per replica while NATS does not answer');
       this.natsAfter = Date.now() + RETRY_NATS_AFTER_MS;
@@ -110,7 +124,8 @@ export class NatsRateLimitCounters implements RateLimitCounters {
     }
   }
 
-  private async incrShared(key: string, windowMs: number, max: number, now: number): Promise<WindowCount> {
+  private async incrShared(key: string, windowMs: number, max: number): Promise<WindowCount> {
+    const now = Date.now();
     const subject = `$KV.${this.bucket}.${Buffer.from(key).toString('base64url')}`;
     let known: Seen | null | undefined = this.seen.get(key);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -126,10 +141,12 @@ export class NatsRateLimitCounters implements RateLimitCounters {
         return { current: next.count, ttl: Math.max(0, next.start + windowMs - now) };
       } catch (err) {
         if (!(err instanceof JetStreamApiError) || err.code !== WRONG_LAST_SEQUENCE) throw err;
-        known = undefined; // another replica counted first: read its count and try again
+        // Another replica counted first: read its count and try again, after a pause that breaks the lockstep.
+        known = undefined;
+        await sleep(Math.random() * (attempt + 1));
       }
     }
-    throw new Error(`rate-limit counter ${key} stayed contended for ${MAX_ATTEMPTS} attempts`);
+    throw new Contended(key);
   }
 
   private async read(subject: string): Promise<Seen | null> {
