@@ -108,7 +108,11 @@ export class NatsRateLimitCounters implements RateLimitCounters {
     const now = Date.now();
     if (now < this.natsAfter) return this.fallback.incr(key, windowMs);
     try {
-      const counted = await this.perKey.run(key, () => this.incrShared(key, windowMs, max));
+      // Requests queued behind one that found NATS gone do not each wait for their own timeout.
+      const counted = await this.perKey.run(key, async () =>
+        Date.now() < this.natsAfter ? null : this.incrShared(key, windowMs, max),
+      );
+      if (counted === null) return this.fallback.incr(key, windowMs);
       if (this.natsAfter !== 0) {
         this.natsAfter = 0;
         this.log.info({ bucket: this.bucket }, 'rate limits shared through NATS again');
