@@ -260,7 +260,9 @@ export async function dropRun(
   try {
     const jsm = await jetstreamManager(nc);
     for await (const s of jsm.streams.list())
-      if (s.config.name.startsWith(`${run.namespace}_`)) await jsm.streams.delete(s.config.name);
+      // Key-value buckets (the gateways' rate limits) are streams named KV_<bucket>.
+      if (s.config.name.startsWith(`${run.namespace}_`) || s.config.name.startsWith(`KV_${run.namespace}_`))
+        await jsm.streams.delete(s.config.name);
   } finally {
     await nc.close();
   }

@@ -105,6 +105,7 @@ export async function composeEmbedded(
     // The gateway's job event stream reads jobs with a direct call here (over HTTP when distributed).
     jobs: { get: (who, jobId) => listings.bulk.get(who, jobId) },
     rateLimitPerMinute: config.rateLimitPerMinute,
+    anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
     keys: { adminKey: config.adminApiKey, platformKey: config.platformApiKey },
   });
   const runtimes = [gateway, listings, media, leads, webhooks];

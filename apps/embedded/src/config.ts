@@ -8,6 +8,7 @@ const schema = z.object({
   ADMIN_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
   PLATFORM_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(60),
   LOG_LEVEL: envLogLevel,
   PUBLIC_BASE_URL: envPublicBaseUrl,
   LOG_PRETTY: envLogPretty,
@@ -27,6 +28,8 @@ export interface EmbeddedConfig {
   adminApiKey?: string;
   platformApiKey?: string;
   rateLimitPerMinute: number;
+  /** Requests per minute per client address without a valid key (60 unless given). */
+  anonymousRateLimitPerMinute?: number;
   logLevel: string;
   /** Where clients reach the API (PUBLIC_BASE_URL): URLs in answers and the document's server are absolute with it. */
   publicBaseUrl?: string;
@@ -45,6 +48,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     adminApiKey: e.ADMIN_API_KEY,
     platformApiKey: e.PLATFORM_API_KEY,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    anonymousRateLimitPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     logPretty: e.LOG_PRETTY,

@@ -185,6 +185,11 @@ export class NatsBus implements Bus {
     }
   }
 
+  /** The connection, for what rides beside the bus on the same server (the gateway's rate-limit bucket). */
+  get connection(): NatsConnection {
+    return this.nc;
+  }
+
   async publish<S extends Subject>(subject: S, payload: EventPayload<S>, options: PublishOptions = {}): Promise<void> {
     if (this.closing) throw new Error('bus closed');
     const def = subjects[subject];

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { page, pageQuery } from './common';
 import { examples } from './examples';
 
 export const roles = ['admin', 'agent', 'integration'] as const;
@@ -56,7 +57,9 @@ export const apiKeyWithSecret = apiKey
   })
   .meta({ id: 'ApiKeyWithSecret' });
 
-export const apiKeyList = z.object({ items: z.array(apiKey) });
+export const apiKeyList = page(apiKey).meta({ id: 'ApiKeyList' });
+export const apiKeyListQuery = z.strictObject({ ...pageQuery });
+export type ApiKeyListQuery = z.infer<typeof apiKeyListQuery>;
 
 export const accountCreate = z
   .strictObject({ name: z.string().trim().min(1).max(200) })

@@ -4,6 +4,7 @@ import {
   type Account,
   type ApiKey,
   type ApiKeyCreate,
+  type ApiKeyListQuery,
   type ApiKeyRevoked,
   type Identity,
 } from '@estate/contracts/accounts';
@@ -69,6 +70,15 @@ export class AccessService {
     if (!(await this.deps.repo.findAccount(accountId)))
       throw new AppError('account_not_found', `Account ${accountId} does not exist`);
     return this.issueKey(accountId, input);
+  }
+
+  /** A page of the account's live keys (without secrets), oldest first. */
+  async pageKeys(
+    accountId: string,
+    query: ApiKeyListQuery,
+  ): Promise<{ items: ApiKey[]; nextCursor: string | null; total: number }> {
+    const page = await this.deps.repo.pageLiveKeys(accountId, query);
+    return { ...page, items: page.items.map(toApiKey) };
   }
 
   async listKeys(accountId: string): Promise<ApiKey[]> {

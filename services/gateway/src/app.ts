@@ -19,7 +19,7 @@ async function gateway(app: FastifyInstance, { runtime }: { runtime: GatewayRunt
   await installEdge(app, {
     access: runtime.access,
     idempotency: runtime.idempotency,
-    rateLimitPerMinute: runtime.rateLimitPerMinute,
+    rateLimits: runtime.rateLimits,
   });
   await app.register(accessRoutes, { access: runtime.access });
   // Served here rather than proxied: the gateway relays the workers' NATS progress notifications.

@@ -16,6 +16,8 @@ import {
 } from './clients/upstreams.client';
 import { IdempotencyService } from './idempotency.service';
 import { AccessRepository } from './repositories/access.repository';
+import { rateLimitStoreOf, type RateLimitCounters } from './repositories/rate-limit.counters';
+import type { EdgeRateLimits } from './routes/edge.routes';
 import { IdempotencyRepository } from './repositories/idempotency.repository';
 
 export interface GatewayRuntime {
@@ -23,7 +25,7 @@ export interface GatewayRuntime {
   idempotency: IdempotencyService;
   bus: Pick<Bus, 'listen' | 'notify'>;
   jobs: JobsReader;
-  rateLimitPerMinute: number;
+  rateLimits: EdgeRateLimits;
   /** How often a job event stream sends a keep-alive and re-reads its job (15 s unless given). */
   jobEventsHeartbeatMs?: number;
   /** The services behind the gateway (distributed); absent when they run in the same process. */
@@ -42,7 +44,12 @@ export interface GatewayDeps {
   bus: Pick<Bus, 'listen' | 'notify'>;
   log: Logger;
   jobs: JobsReader;
+  /** Requests per minute per live API key. */
   rateLimitPerMinute: number;
+  /** Requests per minute per client address without a live key (60 unless given). */
+  anonymousRateLimitPerMinute?: number;
+  /** Counters shared by every gateway replica (distributed profile); counted in this process when absent. */
+  rateLimitCounters?: RateLimitCounters;
   jobEventsHeartbeatMs?: number;
   /**
    * How long a live API key is trusted without reading the store; revocations reach every replica
@@ -56,6 +63,8 @@ export interface GatewayDeps {
 }
 
 const PURGE_EVERY_MS = 15 * 60 * 1000;
+/** SPEC: requests without a valid key, per client address per minute. */
+export const DEFAULT_ANONYMOUS_RATE_LIMIT = 60;
 
 /** Accounts and API keys alone, over the gateway's store (the CLI works on them offline). */
 export async function composeAccess(
@@ -85,7 +94,11 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
     idempotency,
     bus: deps.bus,
     jobs: deps.jobs,
-    rateLimitPerMinute: deps.rateLimitPerMinute,
+    rateLimits: {
+      perKeyPerMinute: deps.rateLimitPerMinute,
+      anonymousPerMinute: deps.anonymousRateLimitPerMinute ?? DEFAULT_ANONYMOUS_RATE_LIMIT,
+      store: deps.rateLimitCounters ? rateLimitStoreOf(deps.rateLimitCounters) : undefined,
+    },
     jobEventsHeartbeatMs: deps.jobEventsHeartbeatMs,
     upstreams:
       deps.upstreams && urls ? { routes: upstreamsFor(urls), signingSecret: deps.upstreams.signingSecret } : undefined,

@@ -12,6 +12,7 @@ export const configSchema = serviceEnv('gateway', 3000)
     LEADS_URL: envUrl.default('http://127.0.0.1:3003'),
     WEBHOOKS_URL: envUrl.default('http://127.0.0.1:3004'),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(1200),
+    RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(60),
     ADMIN_API_KEY: apiKey,
     PLATFORM_API_KEY: apiKey,
     /** How long a live API key is trusted without a store read; revocations still reach every replica at once. */
@@ -21,6 +22,7 @@ export const configSchema = serviceEnv('gateway', 3000)
     ...processConfig(e),
     upstreams: { listings: e.LISTINGS_URL, media: e.MEDIA_URL, leads: e.LEADS_URL, webhooks: e.WEBHOOKS_URL },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    anonymousRateLimitPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
     keys: { adminKey: e.ADMIN_API_KEY, platformKey: e.PLATFORM_API_KEY },
     keyCacheMs: e.API_KEY_CACHE_MS,
   }));

@@ -3,3 +3,4 @@ export { composeAccess, composeGateway, type GatewayRuntime, type GatewayDeps } 
 export { AccessService } from './access.service';
 export { firstStartBanner, type BootstrapResult } from './bootstrap.service';
 export { type JobsReader } from './clients/listings.client';
+export { NatsRateLimitCounters, RATE_LIMIT_BUCKET } from './repositories/nats-rate-limit.store';

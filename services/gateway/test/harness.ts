@@ -10,6 +10,7 @@ import pino from 'pino';
 import { gatewayApp } from '../src/app';
 import type { JobsReader } from '../src/clients/listings.client';
 import { composeGateway, type GatewayRuntime } from '../src/compose';
+import type { RateLimitCounters } from '../src/repositories/rate-limit.counters';
 
 export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
@@ -89,6 +90,8 @@ export async function startGateway(
   options: {
     jobs?: JobsReader;
     rateLimitPerMinute?: number;
+    anonymousRateLimitPerMinute?: number;
+    rateLimitCounters?: RateLimitCounters;
     jobEventsHeartbeatMs?: number;
     clock?: () => Date;
     keyCacheMs?: number;
@@ -104,6 +107,8 @@ export async function startGateway(
     log,
     jobs: options.jobs ?? noJobs,
     rateLimitPerMinute: options.rateLimitPerMinute ?? 1000,
+    anonymousRateLimitPerMinute: options.anonymousRateLimitPerMinute ?? 1000,
+    rateLimitCounters: options.rateLimitCounters,
     jobEventsHeartbeatMs: options.jobEventsHeartbeatMs,
     keyCacheMs: options.keyCacheMs,
     keys: { adminKey: ADMIN_KEY, platformKey: PLATFORM_KEY },

@@ -6,6 +6,7 @@ import { AppError } from '../errors';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { decorateIdentity } from '../auth';
+import { requestSerializer } from '../logging';
 import { installErrorHandling, PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
 import { errorStatus, errorTitles } from '@estate/contracts/errors';
 import type { Duplex } from 'node:stream';
@@ -46,15 +47,40 @@ export type { ReadinessCheck } from './observability';
 
 export type App = FastifyInstance;
 
+/** Bytes of request line and headers Node's parser reads (more is 414 or 431). */
+const MAX_HEADER_BYTES = 64 * 1024;
+
+/**
+ * Whether the parser found a request too large because of its URL rather than its headers. It checks the size
+ * where a piece ends: the request target ends right before ` HTTP/`; a piece with no line end and no blank is
+ * the middle of a URL (a header that long and without a blank is taken for one too).
+ */
+function urlTooLong(packet: Buffer | undefined, parsed: number | undefined): boolean {
+  if (!packet) return false;
+  const at = parsed ?? packet.length;
+  if (packet.subarray(at, at + 6).toString('latin1') === ' HTTP/') return true;
+  if (packet.includes('\r\n')) return false;
+  const text = packet.toString('latin1');
+  return !/\s/.test(text.replace(/^[A-Z]{1,16} (?=\/)/, ''));
+}
+
 /** Node's HTTP parser refused the request before any route saw it: a problem+json answer, then the socket closes. */
-function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+function answerClientError(
+  err: Error & { code?: string; rawPacket?: unknown; bytesParsed?: unknown },
+  socket: Duplex,
+): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const code =
     err.code === 'HPE_HEADER_OVERFLOW'
-      ? 'headers_too_large'
+      ? urlTooLong(
+          Buffer.isBuffer(err.rawPacket) ? err.rawPacket : undefined,
+          typeof err.bytesParsed === 'number' ? err.bytesParsed : undefined,
+        )
+        ? 'uri_too_long'
+        : 'headers_too_large'
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? 'request_timeout'
         : 'malformed_request';
@@ -92,6 +118,25 @@ function absoluteFileUrls(app: FastifyInstance, base: string): void {
   });
 }
 
+/**
+ * `/docs`' Content-Security-Policy: scripts, styles, fonts and fetches from this origin only, images also as
+ * data URLs (the UI's icons), no plugins, no inline script, never framed. Inline styles stay allowed: the UI's
+ * syntax highlighter writes `style` attributes.
+ */
+export const DOCS_CSP = [
+  "default-src 'self'",
+  "base-uri 'self'",
+  "connect-src 'self'",
+  "font-src 'self' data:",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "script-src 'self'",
+  "script-src-attr 'none'",
+  "style-src 'self' 'unsafe-inline'",
+].join('; ');
+
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface HttpAppOptions {
@@ -123,7 +168,8 @@ export interface HttpAppOptions {
 export async function createHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
   const timeoutMs = options.requestTimeoutMs ?? 30_000;
   const app = Fastify({
-    loggerInstance: options.logger,
+    // Every line that carries the request's URL shows it with secret-looking query parameters redacted.
+    loggerInstance: options.logger.child({}, { serializers: { req: requestSerializer } }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     requestIdHeader: false,
     logController: new LogController({
@@ -142,7 +188,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     requestTimeout: timeoutMs,
     http: {
       // A request line with an over-long query still reaches validation (422) rather than Node's 431.
-      maxHeaderSize: 64 * 1024,
+      maxHeaderSize: MAX_HEADER_BYTES,
       headersTimeout: timeoutMs,
       connectionsCheckingInterval: Math.min(1_000, timeoutMs),
     },
@@ -168,9 +214,11 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   decorateIdentity(app);
-  // First of all hooks: every answer, whatever refuses the request, carries the request id.
+  // First of all hooks: every answer, whatever refuses the request, carries the request id, and no browser
+  // guesses another type than the one it declares.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
   });
   installErrorHandling(app);
   if (options.publicBaseUrl) absoluteFileUrls(app, options.publicBaseUrl);
@@ -218,6 +266,8 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
       // The UI's own JSON route is synchronous: serve the last merged document (refreshed by /openapi.json).
       transformSpecification: (own) => merged ?? (own as OpenApiDoc),
       uiConfig: { url: '/openapi.json' },
+      // The UI loads its own scripts and styles and the document from this origin, and nothing else.
+      staticCSP: DOCS_CSP,
     });
   }
   installObservability(app, { service: options.service, checks: options.readiness ?? {} });

@@ -68,10 +68,11 @@ const STATUS_TEXT: Record<string, string> = {
   '409': 'Conflict with the current state',
   '412': '`If-Match` names another version than the current one',
   '413': 'Body too large',
+  '414': 'URL too long',
   '415': 'Unsupported content type',
   '422': 'Invalid: `errors` lists each field and why',
   '429': 'Rate limited: retry after `Retry-After` seconds',
-  '431': 'Request headers or URL too large',
+  '431': 'Request headers too large',
   '502': 'A service behind the gateway did not answer',
   '503': 'Not ready or shutting down; retry',
 };
@@ -297,7 +298,8 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
   const responses: Json = { ...op.responses, ...op['x-responses'] };
   delete op['x-responses'];
   if (!Object.keys(responses).some((code) => code.startsWith('4'))) responses['400'] ??= {};
-  // Any request can carry more headers (or a longer URL) than the server reads.
+  // Any request can carry a longer URL or more headers than the server reads.
+  responses['414'] ??= {};
   responses['431'] ??= {};
   if (keyed) {
     responses['401'] ??= {};

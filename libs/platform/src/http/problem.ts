@@ -2,6 +2,7 @@ import { errorStatus, errorTitles, type ErrorCode, type FieldError } from '@esta
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { AppError, fieldErrors } from '../errors';
+import { redactKeys } from '../logging';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -97,7 +98,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       const cause = appError.extra.cause as { message?: string } | undefined;
       request.log.warn({ code: appError.code, reason: cause?.message ?? appError.detail }, appError.detail);
     } else if (appError.status >= 500) request.log.error({ err: appError.extra.cause ?? err }, 'request failed');
-    else request.log.info({ code: appError.code, status: appError.status }, appError.detail);
+    else request.log.info({ code: appError.code, status: appError.status }, redactKeys(appError.detail));
     return sendProblem(reply, appError);
   });
 

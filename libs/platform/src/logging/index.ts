@@ -17,6 +17,64 @@ export const redactPaths = [
   '*.password',
 ];
 
+/** Query parameters whose value is never logged: anything named like a key, token, secret or password. */
+const SECRET_PARAMETER = /key|token|secret|passw|pwd|signature|credential|auth|session|jwt|bearer/i;
+/** An API key's shape, wherever it appears in a URL. */
+const API_KEY_SHAPE = /ek_[A-Za-z0-9_-]{6,}/g;
+const REDACTED = '[redacted]';
+
+/**
+ * A URL as it may be logged: the values of secret-looking query parameters (`?api_key=`, `?token=`,
+ * `?access_token=`...) and anything shaped like an API key replaced. Keys are only accepted in the
+ * Authorization header, but a client that puts one in the URL must not find it in the logs.
+ */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const query =
+    q < 0
+      ? undefined
+      : url
+          .slice(q + 1)
+          .split('&')
+          .map((pair) => {
+            const eq = pair.indexOf('=');
+            if (eq < 0) return pair;
+            const name = pair.slice(0, eq);
+            let decoded = name;
+            try {
+              decoded = decodeURIComponent(name.replace(/\+/g, ' '));
+            } catch {
+              // an undecodable name is judged as written
+            }
+            return SECRET_PARAMETER.test(decoded) || SECRET_PARAMETER.test(name) ? `${name}=${REDACTED}` : pair;
+          })
+          .join('&');
+  return redactKeys(query === undefined ? path : `${path}?${query}`);
+}
+
+/** Text with anything shaped like an API key replaced (a key sent where an id belongs is echoed in messages). */
+export function redactKeys(text: string): string {
+  return text.replace(API_KEY_SHAPE, `ek_${REDACTED}`);
+}
+
+/** The request as a log line shows it (Fastify's fields), its URL redacted. */
+export function requestSerializer(req: {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}): Record<string, unknown> {
+  return {
+    method: req.method,
+    url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
 /**
  * The process's logger: pino JSON lines, or readable lines (pino-pretty, in-process) when `pretty` is true, or
  * when it is not given and standard output is a terminal.
@@ -32,7 +90,8 @@ export function createLogger(options: {
     {
       level: options.level ?? 'info',
       base: { service: options.service },
-      redact: { paths: redactPaths, censor: '[redacted]' },
+      redact: { paths: redactPaths, censor: REDACTED },
+      serializers: { req: requestSerializer },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },

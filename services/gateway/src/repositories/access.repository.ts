@@ -1,5 +1,7 @@
 import type { Role } from '@estate/contracts/accounts';
-import { DuplicateKeyError, type DocumentCollection, type DocumentStore } from '@estate/store';
+import type { ApiKeyListQuery } from '@estate/contracts/accounts';
+import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
+import { DuplicateKeyError, keyset, pageOf, type DocumentCollection, type DocumentStore } from '@estate/store';
 
 export interface AccountDoc {
   id: string;
@@ -22,6 +24,8 @@ export interface ApiKeyDoc {
   createdAt: string;
   revokedAt?: string;
 }
+
+const KEY_ORDER: SortOrder = { field: 'createdAt', direction: 1 };
 
 /** Accounts and API keys. */
 export class AccessRepository {
@@ -83,6 +87,20 @@ export class AccessRepository {
 
   listLiveKeys(accountId: string): Promise<ApiKeyDoc[]> {
     return this.keys.find({ accountId, revokedAt: { $exists: false } }, { sort: { createdAt: 1, id: 1 } });
+  }
+
+  /** A page of the account's live keys, oldest first, and how many there are. */
+  async pageLiveKeys(
+    accountId: string,
+    query: ApiKeyListQuery,
+  ): Promise<{ items: ApiKeyDoc[]; nextCursor: string | null; total: number }> {
+    const live = { accountId, revokedAt: { $exists: false } };
+    const { sort, after } = keyset(KEY_ORDER, decodeCursor(query.cursor));
+    const [fetched, total] = await Promise.all([
+      this.keys.find(after ? { $and: [live, after] } : live, { sort, limit: query.limit + 1 }),
+      this.keys.count(live),
+    ]);
+    return { ...pageOf(fetched, query.limit, KEY_ORDER), total };
   }
 
   /** Takes a revocation back (a revocation that would have left the account without an admin key). */

@@ -1,5 +1,12 @@
 import { idParams } from '@estate/contracts';
-import { accountCreate, accountCreated, apiKeyCreate, apiKeyList, apiKeyWithSecret } from '@estate/contracts/accounts';
+import {
+  accountCreate,
+  accountCreated,
+  apiKeyCreate,
+  apiKeyList,
+  apiKeyListQuery,
+  apiKeyWithSecret,
+} from '@estate/contracts/accounts';
 import { problem } from '@estate/contracts/errors';
 import { allowRoles, assertRole, callerOf } from '@estate/platform/auth';
 import { typed } from '@estate/platform/http';
@@ -35,17 +42,19 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
   r.get(
     '/v1/api-keys',
     {
+      preValidation: allowRoles(['admin'], 'manage API keys'),
       schema: {
         tags: ['access'],
         operationId: 'listApiKeys',
-        summary: "List the account's API keys (without secrets)",
+        summary: "List the account's live API keys (without secrets), oldest first",
+        querystring: apiKeyListQuery,
         response: { 200: apiKeyList, ...errors },
       },
     },
     async (request) => {
       const who = callerOf(request);
       assertRole(who, ['admin'], 'manage API keys');
-      return { items: await access.listKeys(who.accountId) };
+      return access.pageKeys(who.accountId, request.query);
     },
   );
 

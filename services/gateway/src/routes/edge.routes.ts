@@ -3,8 +3,10 @@
 // the embedded process). Decisions are the services'; this file only wires them into Fastify.
 import rateLimit from '@fastify/rate-limit';
 import { AppError } from '@estate/platform/errors';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { hashSecret } from '../access.rules';
+import type { Identity } from '@estate/contracts/accounts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRateLimitStoreCtor as RateLimitStoreCtor } from '@fastify/rate-limit';
+import { hashSecret, needsApiKey } from '../access.rules';
 import type { AccessService } from '../access.service';
 import type { IdempotencyService } from '../idempotency.service';
 import { keptBody } from '../idempotency.rules';
@@ -20,6 +22,7 @@ declare module 'fastify' {
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control'];
 
 const hashes = new WeakMap<FastifyRequest, string | null>();
+const identities = new WeakMap<FastifyRequest, Promise<Identity | null>>();
 
 /** sha256 of the request's bearer secret (null without one), computed once per request. */
 function keyHashOf(request: FastifyRequest): string | null {
@@ -32,40 +35,82 @@ function keyHashOf(request: FastifyRequest): string | null {
   return hash;
 }
 
-const isApi = (request: FastifyRequest): boolean => request.url.startsWith('/v1/') || request.url === '/v1';
+/** The live key behind the request (null: none, malformed, unknown or revoked), looked up once per request. */
+function identityOf(request: FastifyRequest, access: AccessService): Promise<Identity | null> {
+  let who = identities.get(request);
+  if (!who) {
+    const hash = keyHashOf(request);
+    who = hash ? access.authenticateHash(hash) : Promise.resolve(null);
+    identities.set(request, who);
+  }
+  return who;
+}
+
+/** Limits are per minute. */
+export const RATE_LIMIT_WINDOW_MS = 60_000;
+
+export interface EdgeRateLimits {
+  /** Per live API key (by key id), per minute. */
+  perKeyPerMinute: number;
+  /** Per client address for requests without a live key, per minute. */
+  anonymousPerMinute: number;
+  /** Counters shared by every gateway replica (distributed profile); counters of this process otherwise. */
+  store?: RateLimitStoreCtor;
+}
 
 /**
- * Per-key limits on `/v1` (per client address for requests without a key), with the IETF
- * `RateLimit-*` headers on every answer and `Retry-After` on a 429. Counters live in this
- * gateway process.
+ * Per-key limits on `/v1`, and per client address for requests without a live key (none, malformed,
+ * unknown or revoked: a wrong key counts against its address, so guessing keys is limited too), with
+ * the IETF `RateLimit-*` headers on every answer and `Retry-After` on a 429. Returns the check; the
+ * edge runs it before authentication, so a refused key has been counted.
  */
-async function limitRates(app: FastifyInstance, perMinute: number): Promise<void> {
+async function rateLimiter(
+  app: FastifyInstance,
+  access: AccessService,
+  limits: EdgeRateLimits,
+): Promise<(request: FastifyRequest, reply: FastifyReply) => Promise<void>> {
   await app.register(rateLimit, {
-    global: true,
-    max: perMinute,
-    timeWindow: 60_000,
+    global: false,
+    timeWindow: RATE_LIMIT_WINDOW_MS,
     enableDraftSpec: true,
-    allowList: (request) => !request.url.startsWith('/v1'),
-    keyGenerator: (request) => {
-      const hash = keyHashOf(request);
-      return hash ? `key:${hash}` : `ip:${request.ip}`;
+    ...(limits.store ? { store: limits.store } : {}),
+    keyGenerator: async (request) => {
+      const who = await identityOf(request, access);
+      return who ? `key:${who.keyId}` : `ip:${request.ip}`;
     },
+    max: (_request, key) => (key.startsWith('key:') ? limits.perKeyPerMinute : limits.anonymousPerMinute),
     errorResponseBuilder: (_request, context) =>
       new AppError(
         'rate_limited',
         `Rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
       ),
   });
+  const check = app.rateLimit();
+  return async (request, reply) => {
+    await check.call(app, request, reply);
+  };
 }
 
-/** Every `/v1` request must carry a live API key; the identity it maps to rides on the request. */
-function authenticateApiKeys(app: FastifyInstance, access: AccessService): void {
-  app.addHook('onRequest', async (request) => {
-    if (!isApi(request)) return;
-    const hash = keyHashOf(request);
-    if (!hash) throw new AppError('unauthorized', 'Send `Authorization: Bearer <api key>`');
-    const who = await access.authenticateHash(hash);
-    if (!who) throw new AppError('unauthorized', 'The API key is not valid or was revoked');
+/**
+ * Every `/v1` request is limited, then must carry a live API key; the identity it maps to rides on the
+ * request. Whether a request is under `/v1` follows the route it matched (the router has decoded its
+ * path), never the raw URL, so `/%761/listings` needs a key exactly as `/v1/listings` does.
+ */
+function guardApi(
+  app: FastifyInstance,
+  access: AccessService,
+  limit: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
+): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (!needsApiKey(request.is404 ? undefined : request.routeOptions.url, request.url)) return;
+    await limit(request, reply);
+    const who = await identityOf(request, access);
+    if (!who) {
+      throw new AppError(
+        'unauthorized',
+        keyHashOf(request) ? 'The API key is not valid or was revoked' : 'Send `Authorization: Bearer <api key>`',
+      );
+    }
     request.identity = who;
   });
 }
@@ -116,12 +161,11 @@ function keepIdempotentAnswers(app: FastifyInstance, idempotency: IdempotencySer
   });
 }
 
-/** Rate limits, then API-key authentication, then Idempotency-Key: in that order on every request. */
+/** Rate limits, then API-key authentication, then Idempotency-Key: in that order on every `/v1` request. */
 export async function installEdge(
   app: FastifyInstance,
-  options: { access: AccessService; idempotency: IdempotencyService; rateLimitPerMinute: number },
+  options: { access: AccessService; idempotency: IdempotencyService; rateLimits: EdgeRateLimits },
 ): Promise<void> {
-  await limitRates(app, options.rateLimitPerMinute);
-  authenticateApiKeys(app, options.access);
+  guardApi(app, options.access, await rateLimiter(app, options.access, options.rateLimits));
   keepIdempotentAnswers(app, options.idempotency);
 }
