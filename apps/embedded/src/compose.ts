@@ -121,6 +121,7 @@ export async function composeEmbedded(
     service: 'embedded',
     logger: log,
     bodyLimit: 5 * 1024 * 1024,
+    requestTimeoutMs: config.requestTimeoutMs,
     publicBaseUrl: config.publicBaseUrl,
     readiness: {
       bus: () => bus.ping(),
