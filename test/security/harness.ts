@@ -86,7 +86,14 @@ export async function startTarget(
       return created(await call(admin, 'POST', '/v1/api-keys', { name: `${role} key`, role, agentId }));
     },
     async listing(admin, over = {}) {
-      return created(await call(admin, 'POST', '/v1/listings', listingBody({ externalId: `X-${unique()}`, ...over })));
+      return created(
+        await call(
+          admin,
+          'POST',
+          '/v1/listings',
+          listingBody({ externalId: `X-${unique()}`, source: 'attack', ...over }),
+        ),
+      );
     },
     async lead(key, over = {}) {
       const u = unique();
