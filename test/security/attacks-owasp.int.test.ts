@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { examples } from '@estate/contracts/examples';
-import { eventually, listingBody } from '@estate/testing';
+import { eventually } from '@estate/testing';
 import sharp from 'sharp';
 import { ADMIN, expectProblem, startTarget, type Target } from './harness';
 
