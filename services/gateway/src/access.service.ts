@@ -71,13 +71,6 @@ export class AccessService {
 
   /**
    * Creates a key of the caller's account. An agent key must name an active agent of the account
-   * (422 on `agentId` otherwise; another account's agent reads as unknown). The agent is read again
-   * after the key is stored: an agent deactivated or deleted in between has its keys revoked by the
-   * consumer of its event, which either sees this key or happened before the second read, which then
-   * takes the key back.
-   */
-  /**
-   * Creates a key of the caller's account. An agent key must name an active agent of the account
    * (422 on `agentId` otherwise; another account's agent reads as unknown) and remembers the agent's
    * version. The agent is read again after the key is stored: an agent deactivated or deleted in
    * between has its keys revoked by the consumer of its event, which either sees this key or
