@@ -140,6 +140,35 @@ describeWithEngines(
       expect(agents.map((a: { openLeads: number }) => a.openLeads)).toEqual([2, 2]);
     }, 60_000);
 
+    it("makes agent keys only for the account's active agents, and revokes them on every gateway when the agent is deactivated or deleted", async () => {
+      const admin = await account();
+      const rival = await account();
+      const theirs = (await api(rival)('POST', '/v1/agents', { name: 'Theirs', email: 't@example.com' })).body.id;
+      for (const agentId of [theirs, 'agt_nobody']) {
+        const refused = await api(admin)('POST', '/v1/api-keys', { name: 'x', role: 'agent', agentId });
+        expect(refused.status).toBe(422);
+        expect(refused.body.errors).toEqual([{ path: 'agentId', message: 'is not an agent of this account' }]);
+      }
+      const ana = (await api(admin)('POST', '/v1/agents', { name: 'Ana', email: 'ana@example.com' })).body.id;
+      const bo = (await api(admin)('POST', '/v1/agents', { name: 'Bo', email: 'bo@example.com' })).body.id;
+      const anaKey = (await api(admin)('POST', '/v1/api-keys', { name: 'ana', role: 'agent', agentId: ana })).body;
+      const boKey = (await api(admin, 1)('POST', '/v1/api-keys', { name: 'bo', role: 'agent', agentId: bo })).body;
+      for (const via of [0, 1])
+        for (const k of [anaKey, boKey]) expect((await api(k.secret, via)('GET', '/v1/leads')).status).toBe(200);
+
+      expect((await api(admin)('PATCH', `/v1/agents/${ana}`, { active: false })).status).toBe(200);
+      expect((await api(admin, 1)('DELETE', `/v1/agents/${bo}`)).status).toBe(200);
+      await eventually(async () => {
+        for (const via of [0, 1])
+          for (const k of [anaKey, boKey]) expect((await api(k.secret, via)('GET', '/v1/leads')).status).toBe(401);
+      });
+      const keys = (await api(admin)('GET', '/v1/api-keys')).body.items.map((k: { id: string }) => k.id);
+      expect(keys).not.toContain(anaKey.id);
+      expect(keys).not.toContain(boKey.id);
+      const inactive = await api(admin)('POST', '/v1/api-keys', { name: 'x', role: 'agent', agentId: ana });
+      expect(inactive.body.errors).toEqual([{ path: 'agentId', message: 'names an inactive agent' }]);
+    }, 60_000);
+
     it('keeps agents to their own leads and integrations out of the pipeline', async () => {
       const admin = await account();
       const agent = (await api(admin)('POST', '/v1/agents', { name: 'Solo', email: 'solo@example.com' })).body.id;

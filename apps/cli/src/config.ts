@@ -6,6 +6,7 @@ const schema = z.object({
   MONGODB_URL: z.string().url().optional(),
   GATEWAY_MONGODB_DATABASE: z.string().min(1).default('estate_gateway'),
   LISTINGS_MONGODB_DATABASE: z.string().min(1).default('estate_listings'),
+  LEADS_MONGODB_DATABASE: z.string().min(1).default('estate_leads'),
   ELASTICSEARCH_URL: z.string().url().optional(),
   ELASTICSEARCH_INDEX: z.string().min(1).default('estate-listings'),
 });
@@ -18,6 +19,7 @@ export type CliTarget =
       mongodbUrl: string;
       database: string;
       listingsDatabase: string;
+      leadsDatabase: string;
       elasticsearchUrl?: string;
       elasticsearchIndex: string;
     };
@@ -30,6 +32,7 @@ export function loadTarget(env: NodeJS.ProcessEnv): CliTarget {
         mongodbUrl: e.MONGODB_URL,
         database: e.GATEWAY_MONGODB_DATABASE,
         listingsDatabase: e.LISTINGS_MONGODB_DATABASE,
+        leadsDatabase: e.LEADS_MONGODB_DATABASE,
         elasticsearchUrl: e.ELASTICSEARCH_URL,
         elasticsearchIndex: e.ELASTICSEARCH_INDEX,
       }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { apiKeyCreate } from '@estate/contracts/accounts';
-import { composeAccess } from '@estate/gateway';
+import { composeAccess, type AgentsReader } from '@estate/gateway';
+import { readAgent } from '@estate/leads';
 import { reindexListings } from '@estate/listings';
 import { exitOnStartFailure } from '@estate/platform/lifecycle';
 import { AppError } from '@estate/platform/errors';
@@ -18,9 +19,11 @@ const USAGE = `Usage: npm run cli -- <command>
   accounts create <name>                        create an account and print its first admin key
   accounts list                                 list accounts
   keys create --role <admin|agent|integration> --name <name> [--agent-id <id>] [--account <id>]
-                                                create a key and print its secret (shown once)
-  keys list [--account <id>]                    list keys (never secrets)
-  keys revoke <keyId> [--account <id>]          revoke a key at once
+                                                create a key and print its secret (shown once); an
+                                                agent key must name an active agent of the account
+  keys list [--account <id> | --platform]       list keys (never secrets); --platform: the platform keys
+  keys revoke <keyId> [--account <id> | --platform]
+                                                revoke a key at once
   reindex                                       rebuild the listing search index from the listings store
 
 Works on DATA_DIR (default ./data; also while the server runs), or on the distributed
@@ -60,11 +63,27 @@ async function reindex(target: CliTarget): Promise<number> {
   }
 }
 
-async function openStore(target: CliTarget): Promise<DocumentStore> {
+async function openStore(target: CliTarget, service: 'gateway' | 'leads' = 'gateway'): Promise<DocumentStore> {
   if (target.kind === 'distributed') {
-    return MongoDocumentStore.connect(target.mongodbUrl, { dbName: target.database });
+    const dbName = service === 'gateway' ? target.database : target.leadsDatabase;
+    return MongoDocumentStore.connect(target.mongodbUrl, { dbName });
   }
-  return SqliteDocumentStore.open(storeFile(target.dataDir, 'gateway'));
+  return SqliteDocumentStore.open(storeFile(target.dataDir, service));
+}
+
+/** Agents read from the leads store (opened only when an agent key is made). */
+function agentsIn(target: CliTarget): AgentsReader & { close(): Promise<void> } {
+  let leads: Promise<DocumentStore> | undefined;
+  return {
+    async state(who, agentId) {
+      leads ??= openStore(target, 'leads');
+      const agent = await readAgent(await leads, who.accountId, agentId);
+      return agent ? { active: agent.active, version: agent.version } : null;
+    },
+    async close() {
+      if (leads) await (await leads).close();
+    },
+  };
 }
 
 async function run(argv: string[]): Promise<number> {
@@ -76,6 +95,7 @@ async function run(argv: string[]): Promise<number> {
       name: { type: 'string' },
       'agent-id': { type: 'string' },
       account: { type: 'string' },
+      platform: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -92,8 +112,13 @@ async function run(argv: string[]): Promise<number> {
   }
   if (area === 'reindex') return reindex(target);
   const store = await openStore(target);
-  const access = await composeAccess(store);
+  const agents = agentsIn(target);
+  const access = await composeAccess(store, agents);
   const accountId = async () => {
+    if (values.platform && values.account)
+      throw new AppError('validation_failed', 'Give either --account or --platform, not both');
+    // The platform keys belong to no account.
+    if (values.platform) return '';
     if (values.account) return values.account;
     const fallback = await access.defaultAccount();
     if (!fallback)
@@ -126,7 +151,10 @@ async function run(argv: string[]): Promise<number> {
               .map((i) => `--${String(i.path[0] ?? 'input').replace('agentId', 'agent-id')}: ${i.message}`)
               .join('; '),
           );
-        const key = await access.createKey(await accountId(), parsed.data);
+        if (values.platform)
+          throw new AppError('validation_failed', 'Platform keys come from PLATFORM_API_KEY or the first start');
+        const who = { accountId: await accountId(), keyId: 'cli', role: 'admin' as const, agentId: null };
+        const key = await access.createKey(who, parsed.data);
         process.stdout.write(
           `key ${key.id}  role ${key.role}${key.agentId ? ` agent ${key.agentId}` : ''}\nsecret (shown once): ${key.secret}\n`,
         );
@@ -150,6 +178,7 @@ async function run(argv: string[]): Promise<number> {
         return 2;
     }
   } finally {
+    await agents.close();
     await store.close();
   }
 }

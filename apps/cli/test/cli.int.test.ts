@@ -119,4 +119,60 @@ describe('CLI (offline, on the data folder)', () => {
       await product.close();
     }
   });
+
+  it('makes agent keys only for an active agent of the account, and lists and revokes platform keys', async () => {
+    const ADMIN = 'ek_cli_admin_key_0123456789abcdefghijk';
+    const PLATFORM = 'ek_cli_platform_key_0123456789abcdefgh';
+    const product = await composeEmbedded(
+      {
+        port: 0,
+        host: '127.0.0.1',
+        dataDir: dir,
+        adminApiKey: ADMIN,
+        platformApiKey: PLATFORM,
+        rateLimitPerMinute: 1000,
+        logLevel: 'silent',
+      },
+      log,
+    );
+    const call = (key: string, method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
+      product.app.inject({ method, url, payload, headers: { authorization: `Bearer ${key}` } });
+    try {
+      const ours = (await call(ADMIN, 'POST', '/v1/agents', { name: 'Ana', email: 'ana@example.com' })).json();
+      const other = (await call(PLATFORM, 'POST', '/v1/accounts', { name: 'Other' })).json();
+      const theirs = (
+        await call(other.adminKey.secret, 'POST', '/v1/agents', { name: 'Bo', email: 'bo@example.com' })
+      ).json();
+      const agentKey = (agentId: string) =>
+        cli(dir, 'keys', 'create', '--role', 'agent', '--name', 'a', '--agent-id', agentId);
+
+      for (const agentId of [theirs.id, 'agt_unknown']) {
+        expect(agentKey(agentId)).toMatchObject({
+          code: 1,
+          err: expect.stringContaining('not an agent of this account'),
+        });
+      }
+      const made = agentKey(ours.id);
+      expect(made.code).toBe(0);
+      expect((await call(secretIn(made.out)!, 'GET', '/v1/leads')).statusCode).toBe(200);
+      expect(cli(dir, 'keys', 'list').out).not.toContain(theirs.id);
+
+      await call(ADMIN, 'PATCH', `/v1/agents/${ours.id}`, { active: false });
+      expect((await call(secretIn(made.out)!, 'GET', '/v1/leads')).statusCode).toBe(401);
+      expect(agentKey(ours.id)).toMatchObject({ code: 1, err: expect.stringContaining('inactive agent') });
+
+      const platform = cli(dir, 'keys', 'list', '--platform');
+      expect(platform).toMatchObject({ code: 0, err: '' });
+      const platformKeyId = /(key_\S+)\s+platform\s.*PLATFORM_API_KEY/.exec(platform.out)?.[1];
+      expect(platformKeyId).toBeDefined();
+      expect(cli(dir, 'keys', 'list').out).not.toContain(platformKeyId);
+      expect(cli(dir, 'keys', 'revoke', platformKeyId!).code).toBe(1);
+      expect((await call(PLATFORM, 'POST', '/v1/accounts', { name: 'Still' })).statusCode).toBe(201);
+      expect(cli(dir, 'keys', 'revoke', platformKeyId!, '--platform').code).toBe(0);
+      expect((await call(PLATFORM, 'POST', '/v1/accounts', { name: 'Too late' })).statusCode).toBe(401);
+      expect(cli(dir, 'keys', 'list', '--platform').out).not.toContain(platformKeyId);
+    } finally {
+      await product.close();
+    }
+  });
 });

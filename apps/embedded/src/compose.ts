@@ -104,6 +104,13 @@ export async function composeEmbedded(
     log,
     // The gateway's job event stream reads jobs with a direct call here (over HTTP when distributed).
     jobs: { get: (who, jobId) => listings.bulk.get(who, jobId) },
+    // An agent key's agent is read with a direct call too.
+    agents: {
+      state: async (who, agentId) => {
+        const agent = await orNull(() => leads.agents.get(who, agentId));
+        return agent ? { active: agent.active, version: agent.version } : null;
+      },
+    },
     rateLimitPerMinute: config.rateLimitPerMinute,
     anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
     keys: { adminKey: config.adminApiKey, platformKey: config.platformApiKey },
@@ -114,6 +121,7 @@ export async function composeEmbedded(
     service: 'embedded',
     logger: log,
     bodyLimit: 5 * 1024 * 1024,
+    requestTimeoutMs: config.requestTimeoutMs,
     publicBaseUrl: config.publicBaseUrl,
     readiness: {
       bus: () => bus.ping(),

@@ -37,6 +37,8 @@ export interface EmbeddedConfig {
   logPretty?: boolean;
   /** Webhook delivery settings (defaults: public https targets only, the standard retry schedule). */
   webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[] };
+  /** How long a request may take to arrive, headers and body (30 s unless given; tests shorten it). */
+  requestTimeoutMs?: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {

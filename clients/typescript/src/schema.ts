@@ -714,7 +714,7 @@ export interface components {
             name: string;
             /** @enum {string} */
             role: "admin" | "agent" | "integration";
-            /** @description Required for role `agent`: the agent the key acts as */
+            /** @description Required for role `agent`: the agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key */
             agentId?: string;
         };
         ApiKeyList: {

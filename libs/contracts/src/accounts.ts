@@ -25,7 +25,9 @@ export const apiKeyCreate = z
       .min(1)
       .max(64)
       .optional()
-      .describe('Required for role `agent`: the agent the key acts as'),
+      .describe(
+        'Required for role `agent`: the agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key',
+      ),
   })
   .superRefine((v, ctx) => {
     if (v.role === 'agent' && !v.agentId)

@@ -79,6 +79,10 @@ const leadsProjection = {
   consumer: 'leads (listing summaries)',
   what: "keeps the listing summary shown with leads' property interests",
 };
+const gatewayAgentKeys = {
+  consumer: 'gateway',
+  what: "revokes the agent's API keys when it is deactivated or deleted (and tells every replica's key cache)",
+};
 const webhooks = { consumer: 'webhooks', what: "the account's change feed and webhook deliveries" };
 
 export const subjectDocs: Partial<Record<Subject, SubjectDoc>> = {
@@ -217,6 +221,19 @@ export const subjectDocs: Partial<Record<Subject, SubjectDoc>> = {
         recordedAt: at,
       },
     },
+  },
+  'leads.agent.updated': {
+    summary: 'An agent changed (name, contact, capacity, areas or whether it is active)',
+    description: '`active: false` means the agent no longer works leads; its API keys are revoked.',
+    publishedBy: 'leads',
+    consumedBy: [gatewayAgentKeys],
+    example: { ...base('evt_agent_updated_2', 2), agentId: 'agt_7Hn2pQ', active: false, changes: ['active'] },
+  },
+  'leads.agent.deleted': {
+    summary: 'An agent was deleted',
+    publishedBy: 'leads',
+    consumedBy: [gatewayAgentKeys],
+    example: { ...base('evt_agent_deleted_3', 3), agentId: 'agt_7Hn2pQ' },
   },
   'leads.activity.record': {
     summary: "Command: record an activity on a lead's timeline",

@@ -71,6 +71,19 @@ export const activityRecord = z.object({
 });
 
 /**
+ * An agent changed (`changes` names the fields). `active: false` means it no longer works leads: the
+ * gateway revokes its API keys.
+ */
+export const agentUpdated = z.object({
+  ...eventBase,
+  agentId: z.string(),
+  active: z.boolean(),
+  changes: z.array(z.string()),
+});
+/** An agent was deleted: the gateway revokes its API keys. */
+export const agentDeleted = z.object({ ...eventBase, agentId: z.string() });
+
+/**
  * Every subject, its payload schema and the JetStream stream that holds it.
  * `publish`/`subscribe` are typed from this map and validate against it at run time.
  */
@@ -86,6 +99,8 @@ export const subjects = {
   'leads.lead.assigned': { schema: leadAssigned, stream: 'LEADS' },
   'leads.lead.scored': { schema: leadScored, stream: 'LEADS' },
   'leads.activity.recorded': { schema: activityRecorded, stream: 'LEADS' },
+  'leads.agent.updated': { schema: agentUpdated, stream: 'LEADS' },
+  'leads.agent.deleted': { schema: agentDeleted, stream: 'LEADS' },
   'leads.activity.record': { schema: activityRecord, stream: 'LEADS_COMMANDS' },
 } as const;
 
@@ -98,7 +113,7 @@ export const streams = {
   LISTINGS_BULK_JOBS: { subjects: ['listings.bulk-job.submitted'], workQueue: true },
   MEDIA: { subjects: ['media.media.>'], workQueue: false },
   MEDIA_JOBS: { subjects: ['media.image.process'], workQueue: true },
-  LEADS: { subjects: ['leads.lead.>', 'leads.activity.recorded'], workQueue: false },
+  LEADS: { subjects: ['leads.lead.>', 'leads.activity.recorded', 'leads.agent.>'], workQueue: false },
   LEADS_COMMANDS: { subjects: ['leads.activity.record'], workQueue: true },
 } as const;
 export type StreamName = keyof typeof streams;

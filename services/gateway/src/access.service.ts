@@ -11,6 +11,7 @@ import {
 import { AppError } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
 import { hashSecret, identityOf, secretPrefix, toAccount, toApiKey } from './access.rules';
+import type { AgentsReader } from './clients/leads.client';
 import { ApiKeyCache } from './key-cache';
 import type { AccessRepository, AccountDoc, ApiKeyDoc } from './repositories/access.repository';
 
@@ -33,6 +34,8 @@ export class AccessService {
       keyCacheMs?: number;
       /** Tells every gateway replica that a key was revoked (transient notification). */
       notify?: (subject: string, data: ApiKeyRevoked) => void;
+      /** Tells whether an agent key's `agentId` names an active agent of the account. */
+      agents: AgentsReader;
     },
   ) {
     this.cache = new ApiKeyCache({ ttlMs: deps.keyCacheMs ?? 0 });
@@ -66,10 +69,52 @@ export class AccessService {
     return { account: toAccount(account), adminKey };
   }
 
-  async createKey(accountId: string, input: ApiKeyCreate): Promise<ApiKeyWithSecret> {
+  /**
+   * Creates a key of the caller's account. An agent key must name an active agent of the account
+   * (422 on `agentId` otherwise; another account's agent reads as unknown) and remembers the agent's
+   * version. The agent is read again after the key is stored: an agent deactivated or deleted in
+   * between has its keys revoked by the consumer of its event, which either sees this key or
+   * happened before the second read, which then takes the key back.
+   */
+  async createKey(who: Identity, input: ApiKeyCreate, requestId?: string): Promise<ApiKeyWithSecret> {
+    const accountId = who.accountId;
     if (!(await this.deps.repo.findAccount(accountId)))
       throw new AppError('account_not_found', `Account ${accountId} does not exist`);
-    return this.issueKey(accountId, input);
+    const agentId = input.role === 'agent' ? input.agentId : undefined;
+    if (!agentId) return this.issueKey(accountId, input);
+    const { version } = await this.activeAgent(who, agentId, requestId);
+    const key = await this.issueKey(accountId, input, newSecret(), version);
+    try {
+      await this.activeAgent(who, agentId, requestId);
+    } catch (err) {
+      await this.deps.repo.revokeKey(accountId, key.id, this.now());
+      throw err;
+    }
+    return key;
+  }
+
+  private async activeAgent(who: Identity, agentId: string, requestId?: string): Promise<{ version: number }> {
+    const state = await this.deps.agents.state(who, agentId, requestId);
+    if (state?.active) return state;
+    const message = state ? 'names an inactive agent' : 'is not an agent of this account';
+    throw new AppError('validation_failed', `agentId ${message}`, { errors: [{ path: 'agentId', message }] });
+  }
+
+  /**
+   * Revokes the live keys bound to an agent that was deactivated or deleted at `agentVersion`, and
+   * tells every replica. A key made for a later version (the agent active again) stays, so a late or
+   * repeated event changes nothing. Returns the revoked key ids.
+   */
+  async revokeAgentKeys(accountId: string, agentId: string, agentVersion: number): Promise<string[]> {
+    const revoked: string[] = [];
+    for (const key of await this.deps.repo.listLiveKeysOfAgent(accountId, agentId)) {
+      if ((key.agentVersion ?? 0) >= agentVersion) continue;
+      if (!(await this.deps.repo.revokeKey(accountId, key.id, this.now()))) continue;
+      this.cache.evictKey(key.id);
+      this.deps.notify?.(API_KEY_REVOKED_SUBJECT, { keyId: key.id, accountId });
+      revoked.push(key.id);
+    }
+    return revoked;
   }
 
   /** A page of the account's live keys (without secrets), oldest first. */
@@ -85,7 +130,6 @@ export class AccessService {
     return (await this.deps.repo.listLiveKeys(accountId)).map(toApiKey);
   }
 
-  /** Revokes at once: the next request with the key is refused. */
   /**
    * Revokes a key at once. The account's last live admin key stays (409): without it nobody could manage
    * the account over HTTP. Checked again after the write, so two revocations racing for the last two
@@ -137,6 +181,7 @@ export class AccessService {
     accountId: string,
     input: { name: string; role: ApiKeyDoc['role']; agentId?: string },
     secret = newSecret(),
+    agentVersion?: number,
   ): Promise<ApiKeyWithSecret> {
     const doc: ApiKeyDoc = {
       id: newId('key'),
@@ -144,6 +189,7 @@ export class AccessService {
       name: input.name,
       role: input.role,
       agentId: input.agentId ?? null,
+      ...(agentVersion !== undefined ? { agentVersion } : {}),
       hash: hashSecret(secret),
       prefix: secretPrefix(secret),
       createdAt: this.now(),

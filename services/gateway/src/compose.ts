@@ -6,6 +6,7 @@ import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { AccessService } from './access.service';
 import { BootstrapService, firstStartBanner, type BootstrapResult } from './bootstrap.service';
+import type { AgentsReader } from './clients/leads.client';
 import type { JobsReader } from './clients/listings.client';
 import {
   upstreamDocuments,
@@ -14,6 +15,7 @@ import {
   type Upstream,
   type UpstreamUrls,
 } from './clients/upstreams.client';
+import { AgentKeysSubscriber } from './events/agent-keys.subscriber';
 import { IdempotencyService } from './idempotency.service';
 import { AccessRepository } from './repositories/access.repository';
 import { rateLimitStoreOf, type RateLimitCounters } from './repositories/rate-limit.counters';
@@ -41,9 +43,11 @@ export interface GatewayRuntime {
 
 export interface GatewayDeps {
   store: DocumentStore;
-  bus: Pick<Bus, 'listen' | 'notify'>;
+  bus: Pick<Bus, 'listen' | 'notify' | 'subscribe'>;
   log: Logger;
   jobs: JobsReader;
+  /** Whether an agent exists and is active (an agent key must name one). */
+  agents: AgentsReader;
   /** Requests per minute per live API key. */
   rateLimitPerMinute: number;
   /** Requests per minute per client address without a live key (60 unless given). */
@@ -69,9 +73,10 @@ export const DEFAULT_ANONYMOUS_RATE_LIMIT = 60;
 /** Accounts and API keys alone, over the gateway's store (the CLI works on them offline). */
 export async function composeAccess(
   store: DocumentStore,
+  agents: AgentsReader,
   clock: () => Date = () => new Date(),
 ): Promise<AccessService> {
-  return new AccessService({ repo: await AccessRepository.open(store), clock });
+  return new AccessService({ repo: await AccessRepository.open(store), clock, agents });
 }
 
 export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime> {
@@ -83,7 +88,11 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
     clock,
     keyCacheMs: deps.keyCacheMs,
     notify: (subject, data) => deps.bus.notify(subject, data),
+    agents: deps.agents,
   });
+  // Subscribed here, before any runtime of the process starts: an agent event relayed at start-up is not missed.
+  const agentKeys = new AgentKeysSubscriber({ bus: deps.bus, access, log });
+  await agentKeys.start();
   const bootstrap = new BootstrapService({ repo: accessRepo, access, clock });
   const idempotency = new IdempotencyService({ repo: await IdempotencyRepository.open(deps.store), clock });
   const urls = deps.upstreams?.urls;
@@ -121,6 +130,7 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
     async stop() {
       if (timer) clearInterval(timer);
       await revocations?.stop();
+      await agentKeys.stop();
     },
     afterListen(url) {
       if (runtime.boot) process.stdout.write(firstStartBanner(runtime.boot, url));

@@ -1,6 +1,7 @@
 import { NatsBus } from '@estate/bus/nats.bus';
 import { runServiceProcess } from '@estate/runtime';
 import { gatewayApp } from './app';
+import { LeadsClient } from './clients/leads.client';
 import { ListingsClient } from './clients/listings.client';
 import { composeGateway } from './compose';
 import { loadConfig } from './config';
@@ -17,6 +18,7 @@ void runServiceProcess({
       bus,
       log,
       jobs: new ListingsClient({ listingsUrl: config.upstreams.listings, signingSecret: config.signingSecret }),
+      agents: new LeadsClient({ leadsUrl: config.upstreams.leads, signingSecret: config.signingSecret }),
       rateLimitPerMinute: config.rateLimitPerMinute,
       anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
       // Every replica counts against the same limits: the counters live in NATS beside the bus.

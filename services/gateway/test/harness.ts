@@ -9,6 +9,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import pino from 'pino';
 import { gatewayApp } from '../src/app';
 import type { JobsReader } from '../src/clients/listings.client';
+import type { AgentsReader } from '../src/clients/leads.client';
 import { composeGateway, type GatewayRuntime } from '../src/compose';
 import type { RateLimitCounters } from '../src/repositories/rate-limit.counters';
 
@@ -95,6 +96,8 @@ export async function startGateway(
     jobEventsHeartbeatMs?: number;
     clock?: () => Date;
     keyCacheMs?: number;
+    /** The leads service's agents as the gateway sees them (default: every id names an active agent). */
+    agents?: AgentsReader;
     /** Another gateway's store and bus, to run replicas side by side (closed by their owner). */
     shared?: { store: DocumentStore; bus: MemoryBus };
   } = {},
@@ -106,6 +109,7 @@ export async function startGateway(
     bus,
     log,
     jobs: options.jobs ?? noJobs,
+    agents: options.agents ?? { state: async () => ({ active: true, version: 1 }) },
     rateLimitPerMinute: options.rateLimitPerMinute ?? 1000,
     anonymousRateLimitPerMinute: options.anonymousRateLimitPerMinute ?? 1000,
     rateLimitCounters: options.rateLimitCounters,

@@ -1,3 +1,4 @@
+import { outboxEntry, type OutboxRelay } from '@estate/bus';
 import type { Identity } from '@estate/contracts/accounts';
 import {
   agentInput,
@@ -17,7 +18,7 @@ import type { Logger } from 'pino';
 import { e164Or422 } from './contact.rules';
 import { TEAM_ADMINS } from './lead-access.rules';
 import type { LeadWriter } from './lead-writer.service';
-import type { AgentRepository } from './repositories/agent.repository';
+import { AGENTS_COLLECTION, type AgentRepository } from './repositories/agent.repository';
 import type { LeadRepository } from './repositories/lead.repository';
 import type { RoutingRepository } from './repositories/routing.repository';
 
@@ -26,10 +27,15 @@ export interface AgentsDeps {
   leads: LeadRepository;
   routing: RoutingRepository;
   writer: LeadWriter;
+  /** Publishes the agent events written with each change (`leads.agent.updated`, `.deleted`). */
+  outbox: Pick<OutboxRelay, 'relayNow'>;
   clock: () => Date;
   log: Logger;
 }
 
+/** The fields an agent event's `changes` names. */
+const AGENT_FIELDS = ['name', 'email', 'phone', 'active', 'capacity', 'areas'] as const;
+const DELETE_ATTEMPTS = 3;
 const ORDER: SortOrder = { field: 'createdAt', direction: 1 };
 /** A slot this old whose lead does not hold it was left by a crash between two writes. */
 export const SLOT_GRACE_MS = 10 * 60 * 1000;
@@ -92,27 +98,57 @@ export class AgentsService {
           version: version + 1,
           updatedAt: this.deps.clock().toISOString(),
         };
-        return this.deps.agents.replace(who.accountId, next, version);
+        const changes = AGENT_FIELDS.filter((f) => JSON.stringify(current[f]) !== JSON.stringify(next[f]));
+        const event =
+          changes.length > 0
+            ? outboxEntry('leads.agent.updated', {
+                accountId: who.accountId,
+                agentId: id,
+                version: next.version,
+                occurredAt: next.updatedAt,
+                active: next.active,
+                changes,
+              })
+            : undefined;
+        const written = await this.deps.agents.replace(who.accountId, next, version, event);
+        if (written && event) await this.publish(id);
+        return written;
       },
     });
   }
 
   /** Deletes an agent holding no open lead (and takes it out of the rules and the team default). */
   async remove(who: Identity, id: string, ifMatch?: number): Promise<{ id: string; deleted: true }> {
-    const current = await this.get(who, id);
-    if (ifMatch !== undefined && ifMatch !== current.version)
-      throw new AppError('version_mismatch', `The agent is at version ${current.version}, not ${ifMatch}`);
-    if (!(await this.deps.agents.deleteIdle(who.accountId, id))) {
-      const now = await this.deps.agents.get(who.accountId, id);
-      if (!now) throw notFound('agent_not_found', 'Agent', id);
-      throw new AppError(
-        'conflict',
-        `Agent ${id} holds ${now.openLeads} open leads: reassign or close them first, or set the agent inactive`,
-        { fields: { openLeads: now.openLeads } },
-      );
+    // Another write between the read and the delete (a slot taken, an edit) makes the delete miss: read again.
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get(who, id);
+      if (ifMatch !== undefined && ifMatch !== current.version)
+        throw new AppError('version_mismatch', `The agent is at version ${current.version}, not ${ifMatch}`);
+      if (current.openLeads > 0 || attempt > DELETE_ATTEMPTS)
+        throw new AppError(
+          'conflict',
+          `Agent ${id} holds ${current.openLeads} open leads: reassign or close them first, or set the agent inactive`,
+          { fields: { openLeads: current.openLeads } },
+        );
+      const at = this.deps.clock().toISOString();
+      const event = outboxEntry('leads.agent.deleted', {
+        accountId: who.accountId,
+        agentId: id,
+        version: current.version + 1,
+        occurredAt: at,
+      });
+      if (!(await this.deps.agents.deleteIdle(who.accountId, id, current.version, event))) continue;
+      await this.publish(id);
+      await this.deps.routing.forgetAgent(who.accountId, id, at);
+      return { id, deleted: true };
     }
-    await this.deps.routing.forgetAgent(who.accountId, id, this.deps.clock().toISOString());
-    return { id, deleted: true };
+  }
+
+  /** Publishes the agent's pending events now; the relay's sweep retries what fails here. */
+  private async publish(id: string): Promise<void> {
+    await this.deps.outbox
+      .relayNow(AGENTS_COLLECTION, id)
+      .catch((err: unknown) => this.deps.log.warn({ err, agentId: id }, 'agent event not published yet; will retry'));
   }
 
   /**

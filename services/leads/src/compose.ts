@@ -1,6 +1,7 @@
 import { serviceLogger } from '@estate/platform/logging';
 import { OutboxRelay, type Bus } from '@estate/bus';
 import type { DocumentStore, Transaction } from '@estate/store';
+import type { Agent } from '@estate/contracts/leads';
 import type { Logger } from 'pino';
 import { ActivitiesService } from './activities.service';
 import { AgentsService, SLOT_GRACE_MS } from './agents.service';
@@ -10,7 +11,7 @@ import { TimelineSubscriber } from './events/timeline.subscriber';
 import { LeadWriter } from './lead-writer.service';
 import { LeadsService } from './leads.service';
 import { ActivityRepository } from './repositories/activity.repository';
-import { AgentRepository } from './repositories/agent.repository';
+import { AGENTS_COLLECTION, AgentRepository } from './repositories/agent.repository';
 import { LEADS_COLLECTION, LeadRepository } from './repositories/lead.repository';
 import { ListingSummaryRepository } from './repositories/listing-summary.repository';
 import { RoutingRepository } from './repositories/routing.repository';
@@ -56,6 +57,7 @@ export async function composeLeads(deps: {
   ]);
   const relay = new OutboxRelay({ bus: deps.bus, log, transaction: deps.transaction });
   relay.watch(LEADS_COLLECTION, leadRepo.collection);
+  relay.watch(AGENTS_COLLECTION, agentRepo.collection);
 
   const writer = new LeadWriter({
     leads: leadRepo,
@@ -88,7 +90,15 @@ export async function composeLeads(deps: {
     log,
   });
   const activities = new ActivitiesService({ writer, leads: leadRepo, activities: activityRepo, clock, log });
-  const agents = new AgentsService({ agents: agentRepo, leads: leadRepo, routing: routingRepo, writer, clock, log });
+  const agents = new AgentsService({
+    agents: agentRepo,
+    leads: leadRepo,
+    routing: routingRepo,
+    writer,
+    outbox: relay,
+    clock,
+    log,
+  });
   const scoring = new ScoringService({ configs, leads: leadRepo, writer, clock, log });
 
   const subscribers = [
@@ -125,4 +135,9 @@ export async function composeLeads(deps: {
       await relay.stop();
     },
   };
+}
+
+/** An agent of the account read straight from the leads store, or null (the CLI checks agent keys offline). */
+export async function readAgent(store: DocumentStore, accountId: string, agentId: string): Promise<Agent | null> {
+  return (await AgentRepository.open(store)).get(accountId, agentId);
 }

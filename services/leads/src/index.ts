@@ -1,2 +1,2 @@
 export { leadsApp } from './app';
-export { composeLeads, type LeadsRuntime } from './compose';
+export { composeLeads, readAgent, type LeadsRuntime } from './compose';

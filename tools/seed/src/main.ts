@@ -26,14 +26,16 @@ async function seedEmbedded(listings: number): Promise<void> {
   const product = await composeEmbedded({ ...config, logLevel: 'silent' }, pino({ level: 'silent' }));
   // A key of its own for the seeding, revoked at the end: the installation's keys are never needed here.
   const store = SqliteDocumentStore.open(storeFile(config.dataDir, 'gateway'));
-  const access = await composeAccess(store);
+  // The seed makes an admin key only: no agent is ever looked up.
+  const access = await composeAccess(store, { state: async () => null });
   try {
     await product.app.listen({ port: 0, host: '127.0.0.1' });
     const url = `http://127.0.0.1:${(product.app.server.address() as AddressInfo).port}`;
     process.stdout.write(firstStartBanner(product.boot, `http://${config.host}:${config.port}`));
     const account = await access.defaultAccount();
     if (!account) throw new Error('The data folder has no default account');
-    const key = await access.createKey(account.id, { name: 'sandbox seed', role: 'admin' });
+    const seeder = { accountId: account.id, keyId: 'seed', role: 'admin' as const, agentId: null };
+    const key = await access.createKey(seeder, { name: 'sandbox seed', role: 'admin' });
     try {
       const client = createEstateClient({ baseUrl: url, apiKey: key.secret });
       const summary = await seedSandbox(client, { listings, log: (l) => process.stdout.write(`  ${l}\n`) });

@@ -198,7 +198,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     clientErrorHandler: answerClientError,
     // Paths the router cannot decode answer problem+json like everything else.
     frameworkErrors: (err, request, reply) => {
-      reply.header('x-request-id', request.id);
+      reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
       return sendProblem(
         reply as FastifyReply,
         new AppError(

@@ -18,6 +18,8 @@ export interface ApiKeyDoc {
   name: string;
   role: Role | 'platform';
   agentId: string | null;
+  /** The agent's version when the key was made: its deactivation or deletion at a later version revokes the key. */
+  agentVersion?: number;
   /** sha256 of the secret; the secret itself is never stored. */
   hash: string;
   prefix: string;
@@ -41,6 +43,7 @@ export class AccessRepository {
     const keys = await store.collection<ApiKeyDoc>('api_keys', [
       { fields: { hash: 1 }, unique: true },
       { fields: { accountId: 1, createdAt: 1 } },
+      { fields: { accountId: 1, agentId: 1 } },
     ]);
     return new AccessRepository(accounts, keys);
   }
@@ -101,6 +104,10 @@ export class AccessRepository {
       this.keys.count(live),
     ]);
     return { ...pageOf(fetched, query.limit, KEY_ORDER), total };
+  }
+
+  listLiveKeysOfAgent(accountId: string, agentId: string): Promise<ApiKeyDoc[]> {
+    return this.keys.find({ accountId, agentId, revokedAt: { $exists: false } }, { sort: { createdAt: 1, id: 1 } });
   }
 
   /** Takes a revocation back (a revocation that would have left the account without an admin key). */

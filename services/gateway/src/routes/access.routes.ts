@@ -34,7 +34,7 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
     async (request, reply) => {
       const who = callerOf(request);
       assertRole(who, ['admin'], 'manage API keys');
-      const created = await access.createKey(who.accountId, request.body);
+      const created = await access.createKey(who, request.body, request.id);
       return reply.code(201).header('cache-control', 'no-store').send(created);
     },
   );

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { notDeleted, updateWithOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
 import type { Agent } from '@estate/contracts/leads';
 import {
   findOwned,
@@ -15,7 +16,7 @@ import {
  * A capacity slot is a token: one open lead the agent holds. Plain strings keep agent documents
  * small (they hold one per open lead); the token starts with the time it was taken, base 36.
  */
-type AgentDoc = Omit<Agent, 'phone'> & { accountId: string; phone?: string; slots: string[] };
+type AgentDoc = Omit<Agent, 'phone'> & OutboxDoc & { accountId: string; phone?: string; slots: string[] };
 
 const newSlotToken = (at: Date) => `${at.getTime().toString(36)}-${randomBytes(9).toString('base64url')}`;
 /** When a slot token was taken. */
@@ -28,7 +29,7 @@ const WRITABLE = ['name', 'email', 'phone', 'active', 'capacity', 'areas', 'vers
 const RESERVE_ATTEMPTS = 3;
 
 function toAgent(doc: AgentDoc): Agent {
-  const { accountId, slots, ...rest } = doc;
+  const { accountId, slots, _outbox, _outboxPending, _deleted, ...rest } = doc;
   return { ...rest, phone: rest.phone ?? null };
 }
 
@@ -38,10 +39,13 @@ function toAgent(doc: AgentDoc): Agent {
  * across replicas (see docs/decisions/0043-leads-routing.md).
  */
 export class AgentRepository {
-  private constructor(private readonly collection: DocumentCollection<AgentDoc>) {}
+  private constructor(readonly collection: DocumentCollection<AgentDoc>) {}
 
   static async open(store: DocumentStore): Promise<AgentRepository> {
-    const col = await store.collection<AgentDoc>(AGENTS_COLLECTION, [{ fields: { accountId: 1, createdAt: 1 } }]);
+    const col = await store.collection<AgentDoc>(AGENTS_COLLECTION, [
+      { fields: { accountId: 1, createdAt: 1 } },
+      { fields: { _outboxPending: 1 } },
+    ]);
     return new AgentRepository(col);
   }
 
@@ -56,29 +60,38 @@ export class AgentRepository {
   }
 
   async find(filter: Filter, options: FindOptions): Promise<Agent[]> {
-    return (await this.collection.find(filter, options)).map(toAgent);
+    return (await this.collection.find({ $and: [filter, notDeleted] }, options)).map(toAgent);
   }
 
   async count(filter: Filter): Promise<number> {
-    return this.collection.count(filter);
+    return this.collection.count({ $and: [filter, notDeleted] });
   }
 
   async allOf(accountId: string): Promise<Agent[]> {
     return this.find({ accountId }, { sort: { createdAt: 1, id: 1 } });
   }
 
-  /** Writes the writable fields if the agent is still at `expectedVersion`. */
-  async replace(accountId: string, next: Agent, expectedVersion: number): Promise<Agent | null> {
+  /** Writes the writable fields, and the change's event in the agent's outbox, if the agent is still at `expectedVersion`. */
+  async replace(accountId: string, next: Agent, expectedVersion: number, event?: OutboxEntry): Promise<Agent | null> {
+    const update = replaceFields(next, WRITABLE);
     const doc = await this.collection.updateOne(
-      { id: next.id, accountId, version: expectedVersion },
-      replaceFields(next, WRITABLE),
+      { id: next.id, accountId, version: expectedVersion, ...notDeleted },
+      event ? updateWithOutbox(update, event) : update,
     );
     return doc ? toAgent(doc) : null;
   }
 
-  /** Deletes an agent that holds no open lead; false when it is missing or still holds some. */
-  async deleteIdle(accountId: string, id: string): Promise<boolean> {
-    return this.collection.deleteOne({ id, accountId, openLeads: 0 });
+  /**
+   * Deletes an agent that holds no open lead, if it is still at `expectedVersion`; false when it is
+   * missing, changed or still holds some. The document stays as a tombstone (hidden from every read)
+   * until the outbox relay has published `event`.
+   */
+  async deleteIdle(accountId: string, id: string, expectedVersion: number, event: OutboxEntry): Promise<boolean> {
+    const doc = await this.collection.updateOne(
+      { id, accountId, openLeads: 0, version: expectedVersion, ...notDeleted },
+      updateWithOutbox({ $set: { _deleted: true, active: false, version: expectedVersion + 1 } }, event),
+    );
+    return doc !== null;
   }
 
   /**
@@ -100,7 +113,7 @@ export class AgentRepository {
         // The capacity read is part of the filter: an edit in between makes this miss, and we look again.
         const load = expectedLoad !== undefined ? expectedLoad : { $lt: agent.capacity };
         const taken = await this.collection.updateOne(
-          { id: agentId, accountId, active: true, capacity: agent.capacity, openLeads: load },
+          { id: agentId, accountId, active: true, capacity: agent.capacity, openLeads: load, ...notDeleted },
           { $inc: { openLeads: 1 }, $push: { slots: token } },
         );
         if (taken) return { token };
@@ -115,7 +128,7 @@ export class AgentRepository {
   async hold(accountId: string, agentId: string, at: Date): Promise<string | null> {
     const token = newSlotToken(at);
     const doc = await this.collection.updateOne(
-      { id: agentId, accountId },
+      { id: agentId, accountId, ...notDeleted },
       { $inc: { openLeads: 1 }, $push: { slots: token } },
     );
     return doc ? token : null;
