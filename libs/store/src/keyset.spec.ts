@@ -43,7 +43,7 @@ describe('pageOf', () => {
 
   it('has no next cursor when no more than the limit was fetched', () => {
     const fetched = [{ id: '1' }, { id: '2' }];
-    expect(pageOf(fetched, 2, order)).toEqual({ items: fetched, nextCursor: null });
+    expect(pageOf(fetched, 2, order, 'acc_1')).toEqual({ items: fetched, nextCursor: null });
   });
 
   it('cuts to the limit and points the cursor at the last item, reading dotted paths', () => {
@@ -52,14 +52,19 @@ describe('pageOf', () => {
       { id: '2', a: { b: 20 } },
       { id: '3', a: { b: 30 } },
     ];
-    const page = pageOf(fetched, 2, order);
+    const page = pageOf(fetched, 2, order, 'acc_1');
     expect(page.items.map((i) => i.id)).toEqual(['1', '2']);
-    expect(decodeCursor(page.nextCursor!)).toEqual({ v: 20, id: '2' });
+    expect(decodeCursor(page.nextCursor!, 'acc_1')).toEqual({ v: 20, id: '2' });
   });
 
   it('stores a missing value as null, and no value when sorting by id', () => {
-    expect(decodeCursor(pageOf([{ id: '1' }, { id: '2' }], 1, order).nextCursor!)).toEqual({ v: null, id: '1' });
-    expect(decodeCursor(pageOf([{ id: '1' }, { id: '2' }], 1, { field: 'id', direction: -1 }).nextCursor!)).toEqual({
+    expect(decodeCursor(pageOf([{ id: '1' }, { id: '2' }], 1, order, 'acc_1').nextCursor!, 'acc_1')).toEqual({
+      v: null,
+      id: '1',
+    });
+    expect(
+      decodeCursor(pageOf([{ id: '1' }, { id: '2' }], 1, { field: 'id', direction: -1 }, 'acc_1').nextCursor!, 'acc_1'),
+    ).toEqual({
       v: null,
       id: '1',
     });

@@ -35,20 +35,24 @@ export function keyset(
   return { sort, after };
 }
 
-/** From `limit + 1` fetched items: the page and the cursor of the next one. */
+/** From `limit + 1` fetched items: the page and the cursor of the next one, issued to the account `scope`. */
 export function pageOf<T extends { id: string }>(
   fetched: T[],
   limit: number,
   order: SortOrder,
+  scope: string,
 ): { items: T[]; nextCursor: string | null } {
   const items = fetched.slice(0, limit);
   if (fetched.length <= limit) return { items, nextCursor: null };
   const last = items[items.length - 1] as unknown as Record<string, unknown>;
   return {
     items,
-    nextCursor: encodeCursor({
-      v: order.field === 'id' ? null : (valueAt(last, order.field) ?? null),
-      id: last.id as string,
-    }),
+    nextCursor: encodeCursor(
+      {
+        v: order.field === 'id' ? null : (valueAt(last, order.field) ?? null),
+        id: last.id as string,
+      },
+      scope,
+    ),
   };
 }

@@ -84,12 +84,12 @@ export class ActivitiesService {
     if (!stored) throw notFound('lead_not_found', 'Lead', leadId);
     assertVisible(who, stored.lead);
     const filter: Filter = { accountId: who.accountId, leadId, ...(query.type ? { type: { $in: query.type } } : {}) };
-    const { sort, after } = keyset(TIMELINE_ORDER, decodeCursor(query.cursor));
+    const { sort, after } = keyset(TIMELINE_ORDER, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
       this.deps.activities.find(after ? { $and: [filter, after] } : filter, { sort, limit: query.limit + 1 }),
       this.deps.activities.count(filter),
     ]);
-    return { ...pageOf(fetched, query.limit, TIMELINE_ORDER), total };
+    return { ...pageOf(fetched, query.limit, TIMELINE_ORDER, who.accountId), total };
   }
 
   /** `POST /v1/leads/:id/activities`. */

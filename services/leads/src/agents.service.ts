@@ -67,12 +67,12 @@ export class AgentsService {
       accountId: who.accountId,
       ...(query.active !== undefined ? { active: query.active } : {}),
     };
-    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor));
+    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
       this.deps.agents.find(after ? { $and: [filter, after] } : filter, { sort, limit: query.limit + 1 }),
       this.deps.agents.count(filter),
     ]);
-    return { ...pageOf(fetched, query.limit, ORDER), total };
+    return { ...pageOf(fetched, query.limit, ORDER, who.accountId), total };
   }
 
   async get(who: Identity, id: string): Promise<Agent> {

@@ -256,12 +256,12 @@ export class LeadsService {
       terms.length > 0 ? { $and: [filter, ...terms.map((forms) => ({ searchTokens: { $in: forms } }))] } : filter;
 
     const order = parseSort(query.sort, SORT_FIELDS, DEFAULT_ORDER);
-    const { sort, after } = keyset(order, decodeCursor(query.cursor));
+    const { sort, after } = keyset(order, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
       this.deps.leads.find(after ? { $and: [where, after] } : where, { sort, limit: query.limit + 1 }),
       this.deps.leads.count(where),
     ]);
-    const page = pageOf(fetched, query.limit, order);
+    const page = pageOf(fetched, query.limit, order, who.accountId);
     const listings = await this.deps.listings.resolve(
       who.accountId,
       page.items.flatMap((l) => l.propertyInterests.map((i) => i.listingId)),

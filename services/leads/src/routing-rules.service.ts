@@ -52,7 +52,7 @@ export class RoutingRulesService {
     assertRole(who, TEAM_ADMINS, 'read routing rules');
     // An account has few rules: they are ordered in memory exactly as routing tries them, and paged by that key.
     const ordered = (await this.deps.routing.rulesOf(who.accountId)).sort(compareRules);
-    const after = decodeCursor(query.cursor);
+    const after = decodeCursor(query.cursor, who.accountId);
     const key = after?.v;
     if (after && !(Array.isArray(key) && typeof key[0] === 'number' && typeof key[1] === 'string')) {
       throw new AppError('invalid_cursor', 'The cursor is not one this list issued; start again without it');
@@ -70,7 +70,9 @@ export class RoutingRulesService {
     const items = rest.slice(0, query.limit);
     const last = items[items.length - 1];
     const nextCursor =
-      rest.length > query.limit ? encodeCursor({ v: [last.priority, last.createdAt], id: last.id }) : null;
+      rest.length > query.limit
+        ? encodeCursor({ v: [last.priority, last.createdAt], id: last.id }, who.accountId)
+        : null;
     return { items, nextCursor, total: ordered.length };
   }
 

@@ -38,13 +38,13 @@ describe('search query parameters to an index search', () => {
 
   it('round-trips a cursor for its own order only, including a position without a value', () => {
     const sort = { by: 'listedAt', direction: 'asc' } as const;
-    const cursor = cursorOf({ value: null, id: 'lst_9' }, sort)!;
+    const cursor = cursorOf({ value: null, id: 'lst_9' }, sort, 'acc_1')!;
     expect(toIndexSearch('acc_1', parse({ sort: 'listedAt', cursor })).after).toEqual({ value: null, id: 'lst_9' });
     expect(() => toIndexSearch('acc_1', parse({ sort: '-listedAt', cursor }))).toThrow(AppError);
-    const relevance = cursorOf({ value: null, id: 'lst_9' }, { by: 'relevance' })!;
+    const relevance = cursorOf({ value: null, id: 'lst_9' }, { by: 'relevance' }, 'acc_1')!;
     expect(() => toIndexSearch('acc_1', parse({ q: 'x', cursor: relevance }))).toThrow(
       expect.objectContaining({ code: 'invalid_cursor' }),
     );
-    expect(cursorOf(null, sort)).toBeNull();
+    expect(cursorOf(null, sort, 'acc_1')).toBeNull();
   });
 });

@@ -25,8 +25,8 @@ const sortName = (sort: ListingSort): string =>
  * The cursor names the order it was made for: continuing it under another sort would start from a
  * position that means nothing there, so that is refused like any cursor we did not issue.
  */
-function afterOf(raw: string, sort: ListingSort): SearchAfter {
-  const state = decodeCursor(raw)!;
+function afterOf(raw: string, sort: ListingSort, accountId: string): SearchAfter {
+  const state = decodeCursor(raw, accountId)!;
   const [order, value] = Array.isArray(state.v) ? (state.v as unknown[]) : [];
   const valid =
     order === sortName(sort) &&
@@ -39,9 +39,9 @@ function afterOf(raw: string, sort: ListingSort): SearchAfter {
   return { value: value as number | null, id: state.id };
 }
 
-/** The position after the last item, with the order it belongs to. */
-export function cursorOf(next: SearchAfter | null, sort: ListingSort): string | null {
-  return next ? encodeCursor({ v: [sortName(sort), next.value], id: next.id }) : null;
+/** The position after the last item, with the order it belongs to, for the account's next page. */
+export function cursorOf(next: SearchAfter | null, sort: ListingSort, accountId: string): string | null {
+  return next ? encodeCursor({ v: [sortName(sort), next.value], id: next.id }, accountId) : null;
 }
 
 /** The validated query parameters as a search of the index, scoped to the caller's account. */
@@ -53,7 +53,7 @@ export function toIndexSearch(accountId: string, query: ListingSearchQuery): Lis
     sort,
     limit: query.limit,
     facets: query.facets ?? [],
-    ...(query.cursor ? { after: afterOf(query.cursor, sort) } : {}),
+    ...(query.cursor ? { after: afterOf(query.cursor, sort, accountId) } : {}),
     filters: {
       status: query.status,
       propertyType: query.propertyType,

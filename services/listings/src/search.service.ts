@@ -24,7 +24,7 @@ export class SearchService {
     }
     const page: ListingPage = {
       items: result.items,
-      nextCursor: cursorOf(result.next, search.sort),
+      nextCursor: cursorOf(result.next, search.sort, who.accountId),
       total: result.total,
     };
     if (search.facets.length > 0) page.facets = result.facets;

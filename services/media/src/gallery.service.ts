@@ -107,7 +107,7 @@ export class GalleryService {
   ): Promise<{ items: Media[]; nextCursor: string | null; total: number }> {
     assertRole(who, READERS, 'read media');
     const all = shownMedia(listingId, (await this.ownedGallery(who, listingId)).items);
-    const cursor = decodeCursor(query.cursor);
+    const cursor = decodeCursor(query.cursor, who.accountId);
     // The cursor names the last item seen; if it was deleted meanwhile, its position still counts.
     let start = 0;
     if (cursor) {
@@ -117,7 +117,11 @@ export class GalleryService {
     const items = all.slice(start, start + query.limit);
     const last = items[items.length - 1];
     const more = start + query.limit < all.length;
-    return { items, nextCursor: more && last ? encodeCursor({ v: last.order, id: last.id }) : null, total: all.length };
+    return {
+      items,
+      nextCursor: more && last ? encodeCursor({ v: last.order, id: last.id }, who.accountId) : null,
+      total: all.length,
+    };
   }
 
   async get(who: Identity, listingId: string, mediaId: string): Promise<Media> {

@@ -7,10 +7,10 @@ import { positionAt, type FeedRepository } from './repositories/feed.repository'
 /** How long the feed keeps events. */
 export const FEED_RETENTION_MS = 30 * 24 * 3600 * 1000;
 
-const feedCursor = (pos: string): string => encodeCursor({ v: pos, id: 'feed' });
+const feedCursor = (pos: string, accountId: string): string => encodeCursor({ v: pos, id: 'feed' }, accountId);
 
-function positionOf(cursor: string | undefined): string {
-  const state = decodeCursor(cursor);
+function positionOf(cursor: string | undefined, accountId: string): string {
+  const state = decodeCursor(cursor, accountId);
   if (!state) return '';
   if (state.id !== 'feed' || typeof state.v !== 'string' || !/^[0-9a-f.]{0,40}$/.test(state.v))
     throw new AppError('invalid_cursor', 'The cursor is not one this feed issued; start again without it');
@@ -27,7 +27,7 @@ export class FeedService {
 
   async read(who: Identity, query: EventFeedQuery): Promise<EventFeedPage> {
     assertRole(who, ['admin', 'integration'], 'read the change feed');
-    const after = positionOf(query.after);
+    const after = positionOf(query.after, who.accountId);
     const settledBefore = positionAt(this.deps.clock().getTime() - this.deps.settleMs);
     const docs = await this.deps.feed.read(who.accountId, after, {
       types: query.types,
@@ -37,7 +37,7 @@ export class FeedService {
     const last = docs.length > 0 ? docs[docs.length - 1].pos : after;
     return {
       items: docs.map(({ id, type, createdAt, accountId, data }) => ({ id, type, createdAt, accountId, data })),
-      nextCursor: feedCursor(last),
+      nextCursor: feedCursor(last, who.accountId),
     };
   }
 }

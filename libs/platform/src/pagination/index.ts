@@ -11,8 +11,9 @@ export interface CursorState {
 }
 
 /**
- * Cursors are signed (HMAC-SHA256, truncated): an edited or forged cursor is refused like a malformed one, and
- * what a cursor holds never reaches a store filter unless this process's deployment made it. Until
+ * Cursors are signed (HMAC-SHA256, truncated) together with the account they were issued to: an edited or forged
+ * cursor, or one issued to another account, is refused like a malformed one, and what a cursor holds never
+ * reaches a store filter unless this deployment made it for this account. Until
  * {@link useCursorSecrets} is called, a key of this process alone signs (cursors then die with the process).
  */
 let cursorKeys: Buffer[] = [randomBytes(32)];
@@ -24,8 +25,8 @@ export function useCursorSecrets(secrets: readonly string[]): void {
   cursorKeys = secrets.map((secret) => createHmac('sha256', secret).update('estate cursor signing v1').digest());
 }
 
-const tagOf = (key: Buffer, body: string): Buffer =>
-  createHmac('sha256', key).update(body).digest().subarray(0, TAG_BYTES);
+const tagOf = (key: Buffer, scope: string, body: string): Buffer =>
+  createHmac('sha256', key).update(`${scope}\n${body}`).digest().subarray(0, TAG_BYTES);
 
 /** A sort value a cursor may carry: what keyset pages compare on, never an object a store would read as an operator. */
 const isPosition = (v: unknown): boolean =>
@@ -35,19 +36,21 @@ const isPosition = (v: unknown): boolean =>
   (typeof v === 'number' && Number.isFinite(v)) ||
   (Array.isArray(v) && v.length <= 4 && v.every((x) => !Array.isArray(x) && isPosition(x)));
 
-export function encodeCursor(state: CursorState): string {
+/** A cursor for the position after `state`, valid only for the account (`scope`) it is issued to. */
+export function encodeCursor(state: CursorState, scope: string): string {
   const body = Buffer.from(JSON.stringify(state)).toString('base64url');
-  return `${body}.${tagOf(cursorKeys[0], body).toString('base64url')}`;
+  return `${body}.${tagOf(cursorKeys[0], scope, body).toString('base64url')}`;
 }
 
-export function decodeCursor(raw: string | undefined): CursorState | undefined {
+/** The position a cursor holds; 400 `invalid_cursor` unless this deployment issued it to the account `scope`. */
+export function decodeCursor(raw: string | undefined, scope: string): CursorState | undefined {
   if (raw === undefined) return undefined;
   const [body, tag, extra] = raw.split('.');
   const given = tag === undefined ? undefined : Buffer.from(tag, 'base64url');
   const signed =
     extra === undefined &&
     given?.length === TAG_BYTES &&
-    cursorKeys.some((key) => timingSafeEqual(tagOf(key, body), given));
+    cursorKeys.some((key) => timingSafeEqual(tagOf(key, scope, body), given));
   if (signed) {
     try {
       const parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Partial<CursorState>;

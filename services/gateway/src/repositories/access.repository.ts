@@ -98,12 +98,12 @@ export class AccessRepository {
     query: ApiKeyListQuery,
   ): Promise<{ items: ApiKeyDoc[]; nextCursor: string | null; total: number }> {
     const live = { accountId, revokedAt: { $exists: false } };
-    const { sort, after } = keyset(KEY_ORDER, decodeCursor(query.cursor));
+    const { sort, after } = keyset(KEY_ORDER, decodeCursor(query.cursor, accountId));
     const [fetched, total] = await Promise.all([
       this.keys.find(after ? { $and: [live, after] } : live, { sort, limit: query.limit + 1 }),
       this.keys.count(live),
     ]);
-    return { ...pageOf(fetched, query.limit, KEY_ORDER), total };
+    return { ...pageOf(fetched, query.limit, KEY_ORDER, accountId), total };
   }
 
   listLiveKeysOfAgent(accountId: string, agentId: string): Promise<ApiKeyDoc[]> {

@@ -98,14 +98,14 @@ export class DeliveryRepository {
     webhookId: string,
     query: DeliveryListQuery,
   ): Promise<{ items: DeliveryDoc[]; nextCursor: string | null; total: number }> {
-    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor));
+    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, accountId));
     const scope = { accountId, webhookId, ...(query.state ? { state: { $in: query.state } } : {}) };
     const filter = after ? { $and: [scope, after] } : scope;
     const [fetched, total] = await Promise.all([
       this.collection.find(filter, { sort, limit: query.limit + 1 }),
       this.collection.count(scope),
     ]);
-    return { ...pageOf(fetched, query.limit, ORDER), total };
+    return { ...pageOf(fetched, query.limit, ORDER, accountId), total };
   }
 
   /** Makes a delivery due now again (a manual retry), whatever its state. */

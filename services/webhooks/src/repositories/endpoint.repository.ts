@@ -53,13 +53,13 @@ export class EndpointRepository {
     accountId: string,
     query: WebhookListQuery,
   ): Promise<{ items: EndpointDoc[]; nextCursor: string | null; total: number }> {
-    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor));
+    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, accountId));
     const filter = after ? { $and: [{ accountId }, after] } : { accountId };
     const [fetched, total] = await Promise.all([
       this.collection.find(filter, { sort, limit: query.limit + 1 }),
       this.collection.count({ accountId }),
     ]);
-    return { ...pageOf(fetched, query.limit, ORDER), total };
+    return { ...pageOf(fetched, query.limit, ORDER, accountId), total };
   }
 
   /** The account's enabled endpoints (at most 20). */
