@@ -201,10 +201,10 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
       reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
       return sendProblem(
         reply as FastifyReply,
-        new AppError(
-          err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'validation_failed' : 'malformed_request',
-          `The path cannot be read: ${err.message}`,
-        ),
+        // The router's message repeats the path; the answer names the fault without echoing the caller's input.
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new AppError('validation_failed', 'A path segment is longer than any id this API issues')
+          : new AppError('malformed_request', 'The path cannot be read (it is not valid percent-encoded UTF-8)'),
       );
     },
   }) as unknown as FastifyInstance;
