@@ -168,89 +168,28 @@ nats_answers() {
 	esac
 }
 
-# ---- NATS users: one per service, each allowed only the subjects it publishes and reads, plus `tools`
-# for tests, benchmarks and operators. Passwords are generated once per run dir and never leave it
-# (except through the export lines). Subjects may carry a deployment namespace as their first token
-# (NATS_NAMESPACE), hence each is allowed with and without a `*.` prefix.
-NATS_SERVICES="gateway listings media leads webhooks"
-NATS_CREDENTIALS="$RUN_DIR/nats-auth/credentials"
+# ---- NATS users: one per service, allowed only its subjects, plus `tools` for tests, benchmarks and
+# operators (scripts/engines/nats-users.conf). Passwords are generated once per run dir, kept there
+# (mode 600, never in the repository) and handed to nats-server through its environment.
+NATS_USERS="gateway listings media leads webhooks tools"
+NATS_AUTH_DIR="$RUN_DIR/nats-auth"
+NATS_CREDENTIALS="$NATS_AUTH_DIR/credentials"
 
 nats_password() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
 nats_ensure_credentials() {
 	local user
-	mkdir -p "$RUN_DIR/nats-auth"
-	chmod 700 "$RUN_DIR/nats-auth"
+	mkdir -p "$NATS_AUTH_DIR"
+	chmod 700 "$NATS_AUTH_DIR"
 	touch "$NATS_CREDENTIALS"
 	chmod 600 "$NATS_CREDENTIALS"
-	for user in $NATS_SERVICES tools; do
+	for user in $NATS_USERS; do
 		grep -q "^$user=" "$NATS_CREDENTIALS" || echo "$user=$(nats_password)" >>"$NATS_CREDENTIALS"
 	done
 }
 
 nats_password_of() { grep "^$1=" "$NATS_CREDENTIALS" | head -n 1 | cut -d= -f2-; }
-
-# nats_list SUBJECT... -> a quoted, comma-separated list, each subject also under a namespace token
-nats_list() {
-	local out="" s
-	for s in "$@"; do
-		out="$out\"$s\", "
-		case "$s" in
-		'$JS.'* | '$KV.'* | _INBOX*) ;;
-		*) out="$out\"*.$s\", " ;;
-		esac
-	done
-	printf '%s' "${out%, }"
-}
-
-# What every service needs of JetStream: create and update the streams of the contracts (each process
-# ensures them at start), create, read and pull from its durable consumers, acknowledge. No deletes or purges.
-NATS_JS_API=('$JS.API.INFO' '$JS.API.STREAM.INFO.*' '$JS.API.STREAM.CREATE.*' '$JS.API.STREAM.UPDATE.*'
-	'$JS.API.STREAM.NAMES' '$JS.API.CONSUMER.CREATE.>' '$JS.API.CONSUMER.DURABLE.CREATE.>'
-	'$JS.API.CONSUMER.INFO.>' '$JS.API.CONSUMER.MSG.NEXT.>' '$JS.ACK.>')
-
-# nats_user NAME "PUBLISH SUBJECTS" "SUBSCRIBE SUBJECTS"
-nats_user() {
-	local pub sub
-	# shellcheck disable=SC2086 # word splitting of the subject lists is intended
-	pub="$(nats_list "${NATS_JS_API[@]}" $2)"
-	# shellcheck disable=SC2086
-	sub="$(nats_list "_INBOX_$1.>" $3)"
-	cat <<-EOF
-		    {
-		      user: "$1", password: "$(nats_password_of "$1")"
-		      permissions: { publish: { allow: [$pub] }, subscribe: { allow: [$sub] } }
-		    }
-	EOF
-}
-
-nats_write_config() {
-	local kv='$KV.gateway_rate_limits.>'
-	nats_ensure_credentials
-	{
-		echo "# Written by scripts/engines/up.sh; overwritten on every start."
-		echo "listen: \"$HOST:$NATS_PORT\""
-		echo "jetstream { store_dir: \"$RUN_DIR/nats\" }"
-		echo "authorization {"
-		echo "  users = ["
-		# The gateway: API key revocations (core NATS), bulk job progress for its event streams, and the
-		# key-value bucket of the shared rate-limit counters.
-		nats_user gateway "gateway.api-key.revoked $kv \$JS.API.DIRECT.GET.KV_gateway_rate_limits.> \$JS.API.STREAM.MSG.GET.KV_gateway_rate_limits" \
-			"gateway.api-key.revoked jobs.*.progress $kv"
-		nats_user listings "listings.listing.created listings.listing.updated listings.listing.deleted listings.bulk-job.submitted jobs.*.progress" ""
-		nats_user media "media.media.changed media.image.process" ""
-		nats_user leads "leads.lead.created leads.lead.updated leads.lead.assigned leads.lead.scored leads.activity.recorded" ""
-		nats_user webhooks "" ""
-		# Tests, benchmarks and operators (stream clean-up, commands from integration bridges): everything.
-		cat <<-EOF
-			    { user: "tools", password: "$(nats_password_of tools)" }
-		EOF
-		echo "  ]"
-		echo "}"
-	} >"$RUN_DIR/nats-auth/nats.conf.tmp"
-	chmod 600 "$RUN_DIR/nats-auth/nats.conf.tmp"
-	mv -f "$RUN_DIR/nats-auth/nats.conf.tmp" "$RUN_DIR/nats-auth/nats.conf"
-}
+nats_password_var() { printf 'NATS_PASSWORD_%s' "$(printf '%s' "$1" | tr '[:lower:]' '[:upper:]')"; }
 
 nats_start() {
 	if nats_answers; then
@@ -264,10 +203,13 @@ nats_start() {
 	fi
 	# The Debian package ships a systemd unit; we never rely on it (no systemd here anyway).
 	mkdir -p "$RUN_DIR/nats"
-	nats_write_config
-	log "nats: starting $(nats-server --version 2>/dev/null) on $HOST:$NATS_PORT (JetStream store $RUN_DIR/nats, users in $RUN_DIR/nats-auth)"
-	spawn "$RUN_DIR/logs/nats.log" "$RUN_DIR/pids/nats.pid" \
-		nats-server -c "$RUN_DIR/nats-auth/nats.conf"
+	nats_ensure_credentials
+	log "nats: starting $(nats-server --version 2>/dev/null) on $HOST:$NATS_PORT (JetStream store $RUN_DIR/nats, users from $NATS_CREDENTIALS)"
+	(
+		for user in $NATS_USERS; do export "$(nats_password_var "$user")=$(nats_password_of "$user")"; done
+		spawn "$RUN_DIR/logs/nats.log" "$RUN_DIR/pids/nats.pid" \
+			nats-server -c "$SCRIPT_DIR/nats-users.conf" -js -a "$HOST" -p "$NATS_PORT" -sd "$RUN_DIR/nats"
+	)
 	nats_started=1
 }
 
@@ -585,8 +527,8 @@ if [ "$want_nats" = 1 ]; then
 		# Tests and tools connect as `tools`; each service process gets NATS_USER=<service> and its own password.
 		echo "export NATS_USER=tools" >&3
 		echo "export NATS_PASSWORD=$(nats_password_of tools)" >&3
-		for user in $NATS_SERVICES; do
-			echo "export NATS_PASSWORD_$(printf '%s' "$user" | tr '[:lower:]' '[:upper:]')=$(nats_password_of "$user")" >&3
+		for user in $NATS_USERS; do
+			[ "$user" = tools ] || echo "export $(nats_password_var "$user")=$(nats_password_of "$user")" >&3
 		done
 	fi
 fi
