@@ -10,7 +10,8 @@ const LOOKS_LIKE_A_TEST = /\.(spec|test)\.[cm]?[jt]sx?$/;
 const TIERS: { tier: string; suffix: string; place: RegExp }[] = [
   { tier: 'unit', suffix: '.spec.ts', place: /\/src\// },
   { tier: 'int', suffix: '.int.test.ts', place: /./ },
-  { tier: 'system', suffix: '.system.test.ts', place: /^test\/system\// },
+  // The security suites are system tests too, kept apart so that they read as one list.
+  { tier: 'system', suffix: '.system.test.ts', place: /^test\/(system|security)\// },
 ];
 const SKIPPED = new Set(['node_modules', 'dist', 'fixtures']);
 
@@ -34,7 +35,7 @@ describe('test tiers', () => {
     expect(files.filter((f) => !TIERS.some((t) => f.endsWith(t.suffix)))).toEqual([]);
   });
 
-  it('keeps unit tests next to their source under src/, system tests under test/system/', () => {
+  it('keeps unit tests next to their source under src/, system tests under test/system/ or test/security/', () => {
     const misplaced = files.filter((f) => TIERS.some((t) => f.endsWith(t.suffix) && !t.place.test(f)));
     expect(misplaced).toEqual([]);
   });
