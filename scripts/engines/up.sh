@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install (if missing) and start the local engines used by the estate services:
 #
-#   nats   NATS server 2.9 with JetStream          (Debian package nats-server)
+#   nats   NATS server 2.9 with JetStream          (Debian package nats-server),
+#          a user per service (scripts/engines/nats-users.conf; passwords
+#          generated into the run dir, printed as NATS_USER/NATS_PASSWORD for
+#          tests and tools and NATS_PASSWORD_<SERVICE> for each service)
 #   mongo  FerretDB v1.24.2, MongoDB wire (built from tools/ferretdb), on
 #          PostgreSQL 15 (Debian package; FERRETDB_BACKEND=sqlite for SQLite)
 #   es     Elasticsearch 8.19 integ-test build      (zip from Maven Central)
@@ -62,7 +65,7 @@ for arg in "$@"; do
 	es | elasticsearch) want_es=1 ;;
 	all) want_nats=1 want_mongo=1 want_es=1 ;;
 	-h | --help)
-		sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown engine '$arg' (expected: nats, mongo, es)" ;;
