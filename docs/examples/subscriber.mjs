@@ -1,6 +1,6 @@
 // A service of your own that follows listing changes, as docs/events.md describes.
 // Run: NATS_URL=nats://127.0.0.1:4222 node docs/examples/subscriber.mjs   (Ctrl-C to stop)
-// Optional: NATS_NAMESPACE (when the deployment sets one), NATS_USER / NATS_PASS, DURABLE (consumer name),
+// Optional: NATS_NAMESPACE (when the deployment sets one), NATS_USER / NATS_PASSWORD, DURABLE (consumer name),
 // STOP_AFTER_SECONDS (stop by itself).
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -13,7 +13,7 @@ const durable = process.env.DURABLE ?? 'example-listing-follower';
 const nc = await connect({
   servers: process.env.NATS_URL ?? 'nats://127.0.0.1:4222',
   user: process.env.NATS_USER,
-  pass: process.env.NATS_PASS,
+  pass: process.env.NATS_PASSWORD,
 });
 const jsm = await jetstreamManager(nc);
 // A durable consumer of our own on the LISTINGS stream: it remembers what we acknowledged across restarts,

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install (if missing) and start the local engines used by the estate services:
 #
-#   nats   NATS server 2.9 with JetStream          (Debian package nats-server)
+#   nats   NATS server 2.9 with JetStream          (Debian package nats-server),
+#          a user per service (scripts/engines/nats-users.conf; passwords
+#          generated into the run dir, printed as NATS_USER/NATS_PASSWORD for
+#          tests and tools and NATS_PASSWORD_<SERVICE> for each service)
 #   mongo  FerretDB v1.24.2, MongoDB wire (built from tools/ferretdb), on
 #          PostgreSQL 15 (Debian package; FERRETDB_BACKEND=sqlite for SQLite)
 #   es     Elasticsearch 8.19 integ-test build      (zip from Maven Central)
@@ -62,7 +65,7 @@ for arg in "$@"; do
 	es | elasticsearch) want_es=1 ;;
 	all) want_nats=1 want_mongo=1 want_es=1 ;;
 	-h | --help)
-		sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+		sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) die "unknown engine '$arg' (expected: nats, mongo, es)" ;;
@@ -147,9 +150,17 @@ fail_with_log() { # fail_with_log MESSAGE LOGFILE...
 }
 
 # ---------------------------------------------------------------- NATS
-nats_answers() { # reads the server's INFO greeting
+nats_info() { # the server's INFO greeting
+	timeout 3 bash -c "exec 7<>/dev/tcp/$HOST/$NATS_PORT && IFS= read -r -t 2 l <&7 && printf '%s' \"\$l\"" 2>/dev/null || true
+}
+
+nats_auth_required() {
+	case "$(nats_info)" in *'"auth_required":true'*) return 0 ;; *) return 1 ;; esac
+}
+
+nats_answers() {
 	local line
-	line="$(timeout 3 bash -c "exec 7<>/dev/tcp/$HOST/$NATS_PORT && IFS= read -r -t 2 l <&7 && printf '%s' \"\$l\"" 2>/dev/null)" || true
+	line="$(nats_info)"
 	case "$line" in
 	INFO*'"jetstream":true'*) return 0 ;;
 	INFO*)
@@ -160,9 +171,33 @@ nats_answers() { # reads the server's INFO greeting
 	esac
 }
 
+# ---- NATS users: one per service, allowed only its subjects, plus `tools` for tests, benchmarks and
+# operators (scripts/engines/nats-users.conf). Passwords are generated once per run dir, kept there
+# (mode 600, never in the repository) and handed to nats-server through its environment.
+NATS_USERS="gateway listings media leads webhooks tools"
+NATS_AUTH_DIR="$RUN_DIR/nats-auth"
+NATS_CREDENTIALS="$NATS_AUTH_DIR/credentials"
+
+nats_password() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+nats_ensure_credentials() {
+	local user
+	mkdir -p "$NATS_AUTH_DIR"
+	chmod 700 "$NATS_AUTH_DIR"
+	touch "$NATS_CREDENTIALS"
+	chmod 600 "$NATS_CREDENTIALS"
+	for user in $NATS_USERS; do
+		grep -q "^$user=" "$NATS_CREDENTIALS" || echo "$user=$(nats_password)" >>"$NATS_CREDENTIALS"
+	done
+}
+
+nats_password_of() { grep "^$1=" "$NATS_CREDENTIALS" | head -n 1 | cut -d= -f2-; }
+nats_password_var() { printf 'NATS_PASSWORD_%s' "$(printf '%s' "$1" | tr '[:lower:]' '[:upper:]')"; }
+
 nats_start() {
 	if nats_answers; then
 		log "nats: already answering on $HOST:$NATS_PORT, leaving it"
+		nats_auth_required || log "nats: WARNING: that server does not require authentication (started before users were configured?); the credentials printed are not enforced"
 		return
 	fi
 	tcp_open "$NATS_PORT" && die "nats: port $NATS_PORT is taken by something that is not NATS"
@@ -171,9 +206,13 @@ nats_start() {
 	fi
 	# The Debian package ships a systemd unit; we never rely on it (no systemd here anyway).
 	mkdir -p "$RUN_DIR/nats"
-	log "nats: starting $(nats-server --version 2>/dev/null) on $HOST:$NATS_PORT (JetStream store $RUN_DIR/nats)"
-	spawn "$RUN_DIR/logs/nats.log" "$RUN_DIR/pids/nats.pid" \
-		nats-server -js -a "$HOST" -p "$NATS_PORT" -sd "$RUN_DIR/nats"
+	nats_ensure_credentials
+	log "nats: starting $(nats-server --version 2>/dev/null) on $HOST:$NATS_PORT (JetStream store $RUN_DIR/nats, users from $NATS_CREDENTIALS)"
+	(
+		for user in $NATS_USERS; do export "$(nats_password_var "$user")=$(nats_password_of "$user")"; done
+		spawn "$RUN_DIR/logs/nats.log" "$RUN_DIR/pids/nats.pid" \
+			nats-server -c "$SCRIPT_DIR/nats-users.conf" -js -a "$HOST" -p "$NATS_PORT" -sd "$RUN_DIR/nats"
+	)
 	nats_started=1
 }
 
@@ -485,7 +524,17 @@ es_wait() {
 
 log "all requested engines ready in ${SECONDS}s (run dir $RUN_DIR, cache $CACHE_DIR)"
 
-[ "$want_nats" = 1 ] && echo "export NATS_URL=nats://$HOST:$NATS_PORT" >&3
+if [ "$want_nats" = 1 ]; then
+	echo "export NATS_URL=nats://$HOST:$NATS_PORT" >&3
+	if [ -s "$NATS_CREDENTIALS" ]; then
+		# Tests and tools connect as `tools`; each service process gets NATS_USER=<service> and its own password.
+		echo "export NATS_USER=tools" >&3
+		echo "export NATS_PASSWORD=$(nats_password_of tools)" >&3
+		for user in $NATS_USERS; do
+			[ "$user" = tools ] || echo "export $(nats_password_var "$user")=$(nats_password_of "$user")" >&3
+		done
+	fi
+fi
 [ "$want_mongo" = 1 ] && echo "export MONGODB_URL=mongodb://$HOST:$MONGO_PORT/$MONGO_DB" >&3
 [ "$want_es" = 1 ] && echo "export ELASTICSEARCH_URL=http://$HOST:$ES_PORT" >&3
 exit 0

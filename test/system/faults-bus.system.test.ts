@@ -3,25 +3,44 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeWithEngines, eventually, listingBody } from '@estate/testing';
+import { describeWithEngines, eventually, listingBody, natsServiceCredentials, REPO_ROOT } from '@estate/testing';
 import { apiClient, freePort, startCluster, type Api, type Cluster } from './harness';
 
 /** How long the bus is away. */
 const OUTAGE_MS = 10_000;
 const WORKERS = 3;
 
-/** A NATS server of the test's own (JetStream in its own folder), which the test may stop and start again. */
+/** The users of scripts/engines/nats-users.conf with the passwords of the environment, when all are set. */
+function natsUsers(): Record<string, string> | undefined {
+  const services = ['gateway', 'listings', 'media', 'leads', 'webhooks'].map((s) => natsServiceCredentials(s));
+  if (!process.env.NATS_USER || !process.env.NATS_PASSWORD || services.some((c) => !c)) return undefined;
+  return Object.fromEntries([
+    ['NATS_PASSWORD_TOOLS', process.env.NATS_PASSWORD],
+    ...services.map((c) => [`NATS_PASSWORD_${c!.NATS_USER.toUpperCase()}`, c!.NATS_PASSWORD]),
+  ]);
+}
+
+/**
+ * A NATS server of the test's own (JetStream in its own folder), which the test may stop and start again; with
+ * the engines' users and passwords when they are set, so that reconnecting after the outage authenticates.
+ */
 async function privateNats() {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'estate-fault-nats-'));
+  const users = natsUsers();
   let child: ChildProcess | undefined;
   let output = '';
+  const auth = users
+    ? `${encodeURIComponent(process.env.NATS_USER!)}:${encodeURIComponent(process.env.NATS_PASSWORD!)}@`
+    : '';
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `nats://${auth}127.0.0.1:${port}`,
     async start() {
       if (child && child.exitCode === null && child.signalCode === null) return;
-      child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
+      const config = users ? ['-c', join(REPO_ROOT, 'scripts', 'engines', 'nats-users.conf')] : [];
+      child = spawn('nats-server', [...config, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
         stdio: ['ignore', 'pipe', 'pipe'],
+        env: { PATH: process.env.PATH ?? '', ...users },
       });
       child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
       child.stderr!.on('data', (d: Buffer) => (output += d.toString()));

@@ -3,7 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buildDist, REPO_ROOT, type EngineVar } from '@estate/testing';
+import {
+  buildDist,
+  natsServiceCredentials,
+  natsUrlWithoutCredentials,
+  REPO_ROOT,
+  type EngineVar,
+} from '@estate/testing';
+import { natsConnectOptions } from '@estate/bus/nats.bus';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import mongoose from 'mongoose';
@@ -144,7 +151,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const { MONGODB_URL, NATS_URL, ELASTICSEARCH_URL } = options.engines;
   const common = {
     MONGODB_URL,
-    NATS_URL,
+    // Each process connects as its own NATS user (when the server requires users), never as the tests' one.
+    NATS_URL: natsUrlWithoutCredentials(NATS_URL),
     NATS_NAMESPACE: namespace,
     INTERNAL_SIGNING_SECRET: signingSecret,
     LOG_LEVEL: options.logLevel ?? 'info',
@@ -202,7 +210,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
           if (replicas.leads > 0) env.LEADS_URL = instances('leads')[0].url;
           if (replicas.media > 0) env.MEDIA_URL = instances('media')[0].url;
         }
-        processes.push(await startProcess(name, { ...env, ...options.env?.[name] }));
+        processes.push(await startProcess(name, { ...env, ...natsServiceCredentials(name), ...options.env?.[name] }));
         options.onStarted?.(processes[processes.length - 1]);
       }
     }
@@ -219,6 +227,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       const gateway = await startProcess('gateway', {
         ...common,
         MONGODB_DATABASE: database('gateway'),
+        ...natsServiceCredentials('gateway'),
         ...upstreamsFor(i),
         ...options.env?.gateway,
         ...(options.keys?.admin === false ? {} : { ADMIN_API_KEY: keys.admin }),
@@ -256,7 +265,7 @@ export async function dropRun(
     }
   }
   // The durable consumers go with their streams.
-  const nc = await connect({ servers: engines.NATS_URL, name: `cleanup-${run.namespace}` });
+  const nc = await connect({ ...natsConnectOptions(engines.NATS_URL), name: `cleanup-${run.namespace}` });
   try {
     const jsm = await jetstreamManager(nc);
     for await (const s of jsm.streams.list())

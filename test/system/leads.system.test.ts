@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { NatsBus } from '@estate/bus/nats.bus';
+import { natsConnectOptions, NatsBus } from '@estate/bus/nats.bus';
 import { describeWithEngines, eventually, listingBody } from '@estate/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
@@ -256,7 +256,7 @@ describeWithEngines(
         await bus.publish('leads.activity.record', command);
         await bus.publish('leads.activity.record', command, { msgId: `${eventId}-redelivery` });
         // A work queue forgets a message once it is acknowledged: empty means both deliveries were handled.
-        const nc = await connect({ servers: urls.NATS_URL, name: 'sys-leads-probe' });
+        const nc = await connect({ ...natsConnectOptions(urls.NATS_URL), name: 'sys-leads-probe' });
         try {
           const jsm = await jetstreamManager(nc);
           await eventually(

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { signIdentity } from '@estate/platform/auth';
+import { bodyDigest, signRequest } from '@estate/platform/auth';
 import { describeWithEngines, eventually, listingBody } from '@estate/testing';
 import sharp from 'sharp';
 import { apiClient, startCluster, type Api, type Cluster } from './harness';
@@ -81,10 +81,22 @@ describeWithEngines(
     /** Straight to the second media replica, signed as the gateway would sign. */
     const direct = async (path: string, body: FormData) => {
       const who = { accountId, keyId: 'key_system', role: 'admin' as const, agentId: null };
+      // Encoded first: the signature covers the body's bytes.
+      const encoded = new Request('http://localhost', { method: 'POST', body });
+      const bytes = Buffer.from(await encoded.arrayBuffer());
       const res = await fetch(`${cluster.process('media', 1).url}${path}`, {
         method: 'POST',
-        headers: signIdentity(who, cluster.signingSecret, 'POST', path),
-        body,
+        headers: {
+          'content-type': encoded.headers.get('content-type')!,
+          ...signRequest(who, {
+            caller: 'gateway',
+            secret: cluster.signingSecret,
+            method: 'POST',
+            url: path,
+            digest: bodyDigest(bytes),
+          }),
+        },
+        body: bytes,
       });
       return { status: res.status, body: (await res.json()) as { code?: string } };
     };

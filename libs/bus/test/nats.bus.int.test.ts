@@ -5,7 +5,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import pino from 'pino';
 import type { Bus } from '../src/bus';
-import { NatsBus } from '../src/nats.bus';
+import { natsConnectOptions, NatsBus } from '../src/nats.bus';
 import { busContract, WAIT } from './bus.contract';
 
 describeWithEngines('nats bus', ['NATS_URL'], (urls) => {
@@ -37,7 +37,7 @@ describeWithEngines('nats bus', ['NATS_URL'], (urls) => {
       },
       async cleanup() {
         if (created.size === 0) return;
-        const nc = await connect({ servers: urls.NATS_URL, name: 'bus-contract-cleanup' });
+        const nc = await connect({ ...natsConnectOptions(urls.NATS_URL), name: 'bus-contract-cleanup' });
         try {
           const jsm = await jetstreamManager(nc);
           for (const key of created) {
@@ -95,7 +95,7 @@ describeWithEngines('nats bus namespaces', ['NATS_URL'], (urls) => {
       expect(seenA).toEqual(['jobs.j1.progress']);
     } finally {
       await Promise.all([a1.close(), a2.close(), b.close()]);
-      const nc = await connect({ servers: urls.NATS_URL });
+      const nc = await connect(natsConnectOptions(urls.NATS_URL));
       const jsm = await jetstreamManager(nc);
       for (const ns of [`nsA${suffix}`, `nsB${suffix}`]) {
         for (const name of Object.keys(streams)) await jsm.streams.delete(`${ns}_${name}`).catch(() => undefined);

@@ -29,7 +29,13 @@ export async function connectDistributedAdapters(
   );
   const bus = await waitFor(
     'bus',
-    () => NatsBus.connect(config.nats.url, { log, name: service, namespace: config.nats.namespace }),
+    () =>
+      NatsBus.connect(config.nats.url, {
+        log,
+        name: service,
+        namespace: config.nats.namespace,
+        ...(config.nats.user ? { user: config.nats.user, password: config.nats.password } : {}),
+      }),
     log,
   ).catch(async (err: unknown) => {
     await store.close();

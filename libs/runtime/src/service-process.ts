@@ -8,7 +8,7 @@ import {
   envSecret,
   envUrl,
 } from '@estate/platform/config';
-import { requireSignedIdentity } from '@estate/platform/auth';
+import { requireSignedIdentity, TRUSTED_CALLERS } from '@estate/platform/auth';
 import { createHttpApp, type OpenApiDoc } from '@estate/platform/http';
 import { closeOnSignals, exitOnStartFailure } from '@estate/platform/lifecycle';
 import { createLogger, type Logger } from '@estate/platform/logging';
@@ -29,6 +29,11 @@ export function serviceEnv(service: string, defaultPort: number) {
     NATS_URL: z.string().min(1),
     NATS_NAMESPACE: envNatsNamespace,
     INTERNAL_SIGNING_SECRET: envSecret(32),
+    /** The secret being rotated out: still accepted (identities, cursors) until it is unset. */
+    INTERNAL_SIGNING_SECRET_PREVIOUS: envSecret(32).optional(),
+    /** This process's own NATS user (each service has one, allowed only its subjects). */
+    NATS_USER: z.string().min(1).optional(),
+    NATS_PASSWORD: z.string().min(1).optional(),
     LOG_LEVEL: envLogLevel,
     PUBLIC_BASE_URL: envPublicBaseUrl,
     LOG_PRETTY: envLogPretty,
@@ -43,8 +48,9 @@ export function processConfig(e: ServiceEnv) {
     port: e.PORT,
     host: e.HOST,
     mongodb: { url: e.MONGODB_URL, database: e.MONGODB_DATABASE },
-    nats: { url: e.NATS_URL, namespace: e.NATS_NAMESPACE },
+    nats: { url: e.NATS_URL, namespace: e.NATS_NAMESPACE, user: e.NATS_USER, password: e.NATS_PASSWORD },
     signingSecret: e.INTERNAL_SIGNING_SECRET,
+    previousSigningSecret: e.INTERNAL_SIGNING_SECRET_PREVIOUS,
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     logPretty: e.LOG_PRETTY,
@@ -95,7 +101,8 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
   try {
     const config = spec.loadConfig(process.env);
     // Every replica of the deployment signs and accepts the same cursors.
-    useCursorSecrets([config.signingSecret]);
+    const secrets = [config.signingSecret, ...(config.previousSigningSecret ? [config.previousSigningSecret] : [])];
+    useCursorSecrets(secrets);
     const log = createLogger({ service: spec.service, level: config.logLevel, pretty: config.logPretty });
     const adapters = await connectDistributedAdapters(config, spec.service, log);
     const runtime = await spec.compose({ store: adapters.store, bus: adapters.bus, log, config });
@@ -107,7 +114,7 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
       publicBaseUrl: config.publicBaseUrl,
       openapi: { title: spec.title, merge: runtime.openapiSources },
     });
-    if (!spec.edge) requireSignedIdentity(app, config.signingSecret);
+    if (!spec.edge) requireSignedIdentity(app, { secrets, callers: TRUSTED_CALLERS[spec.service] ?? {} });
     await app.register(spec.app, { runtime });
     await app.ready();
     await runtime.start();

@@ -10,6 +10,7 @@ const LOOKS_LIKE_A_TEST = /\.(spec|test)\.[cm]?[jt]sx?$/;
 const TIERS: { tier: string; suffix: string; place: RegExp }[] = [
   { tier: 'unit', suffix: '.spec.ts', place: /\/src\// },
   { tier: 'int', suffix: '.int.test.ts', place: /./ },
+  // The security suites are system tests too, kept apart so that they read as one list.
   { tier: 'system', suffix: '.system.test.ts', place: /^test\/(system|security)\// },
 ];
 const SKIPPED = new Set(['node_modules', 'dist', 'fixtures']);

@@ -185,6 +185,14 @@ describe('activities over HTTP and the bus (embedded adapters)', () => {
     expect((await list()).total).toBe(1);
   });
 
+  it('drops a command naming an account that does not own the lead, and the lead stays as it was', async () => {
+    const before = (await h.call(admin, 'GET', `/v1/leads/${lead.id}`)).json() as Lead;
+    const foreign = { ...command(randomUUID(), { type: 'call', summary: 'forged' }), accountId: 'acc_mallory' };
+    await expect(h.runtime.activities.recordFromBus(foreign)).rejects.toBeInstanceOf(Unprocessable);
+    expect((await list()).items.map((a: Activity) => a.summary)).not.toContain('forged');
+    expect((await h.call(admin, 'GET', `/v1/leads/${lead.id}`)).json()).toEqual(before);
+  });
+
   it('brings an activity to the timeline from its event when the direct write did not happen (no transactions)', async () => {
     // Where the lead and its timeline entry cannot commit together (MongoDB), the entry travels in the lead's outbox too.
     await h.close();

@@ -8,7 +8,7 @@ import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { type DocumentStore } from '@estate/store';
-import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
+import { asCaller, identityFor, TEST_TRUST } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { leadsApp } from '../src/app';
@@ -69,7 +69,7 @@ export async function startLeads(
     store instanceof SqliteDocumentStore && options.transactions !== false ? store.transaction.bind(store) : undefined;
   const runtime = await composeLeads({ store, bus, log, clock: options.clock, transaction });
   const app = await createHttpApp({ service: 'leads', logger: log, openapi: { title: 'Leads service' } });
-  requireSignedIdentity(app, TEST_SIGNING_SECRET);
+  requireSignedIdentity(app, TEST_TRUST);
   await app.register(leadsApp, { runtime });
   await app.ready();
   await runtime.start();
@@ -84,7 +84,7 @@ export async function startLeads(
         method: method as InjectOptions['method'],
         url,
         ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
-        headers: { ...(who ? asCaller(who, method, url) : {}), ...headers },
+        headers: { ...(who ? asCaller(who, method, url, payload) : {}), ...headers },
       }),
     async close() {
       await app.close();

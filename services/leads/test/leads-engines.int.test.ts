@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { NatsBus } from '@estate/bus/nats.bus';
+import { natsConnectOptions, NatsBus } from '@estate/bus/nats.bus';
 import { type Bus } from '@estate/bus';
 import type { Agent, Lead } from '@estate/contracts/leads';
 import { MongoDocumentStore } from '@estate/store/mongo.document-store';
@@ -53,7 +53,7 @@ describeWithEngines('leads service on MongoDB + NATS, two replicas', ['MONGODB_U
   afterAll(async () => {
     for (const r of replicas) await r.close();
     for (const b of buses) await b.close();
-    const nc = await connect({ servers: urls.NATS_URL, name: 'leads-it-cleanup' });
+    const nc = await connect({ ...natsConnectOptions(urls.NATS_URL), name: 'leads-it-cleanup' });
     try {
       const jsm = await jetstreamManager(nc);
       for await (const stream of jsm.streams.list()) {
@@ -133,7 +133,7 @@ describeWithEngines('leads service on MongoDB + NATS, two replicas', ['MONGODB_U
       activity: { type: 'email', summary: 'marker' },
     });
     // A work queue drops a message once it is acknowledged: empty means all three were handled.
-    const nc = await connect({ servers: urls.NATS_URL, name: 'leads-it-probe' });
+    const nc = await connect({ ...natsConnectOptions(urls.NATS_URL), name: 'leads-it-probe' });
     try {
       const jsm = await jetstreamManager(nc);
       await eventually(

@@ -7,7 +7,7 @@ import { createHttpApp } from '@estate/platform/http';
 import { MemoryListingIndex } from '@estate/search/memory-listing.index';
 import type { DocumentStore } from '@estate/store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
+import { asCaller, identityFor, TEST_TRUST } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { listingsApp } from '../src/app';
@@ -71,7 +71,7 @@ export class ListingsHarness {
       method: method as InjectOptions['method'],
       url,
       ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
-      headers: { ...(who ? asCaller(who, method, url) : {}), ...headers },
+      headers: { ...(who ? asCaller(who, method, url, payload) : {}), ...headers },
     });
   }
 
@@ -87,7 +87,7 @@ export class ListingsHarness {
     this.bus.listen('jobs.>', (data) => this.progress.push(data as JobProgress));
     this.runtime = await composeListings({ store: this.store, bus: this.bus, log, index: new MemoryListingIndex() });
     this.app = await createHttpApp({ service: 'listings', logger: log });
-    requireSignedIdentity(this.app, TEST_SIGNING_SECRET);
+    requireSignedIdentity(this.app, TEST_TRUST);
     await this.app.register(listingsApp, { runtime: this.runtime });
     await this.app.ready();
     if (start) await this.runtime.start();

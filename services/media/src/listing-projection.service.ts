@@ -49,7 +49,7 @@ export class ListingProjectionService {
    */
   async listingDeleted(event: ListingEvent): Promise<void> {
     const { galleries, log } = this.deps;
-    const outcome = await updateVersioned<Gallery | null, { listingId: string; trash: string[] }>({
+    const outcome = await updateVersioned<Gallery | null, { listingId: string; trash: string[]; foreign?: boolean }>({
       what: GALLERY_WHAT,
       attempts: GALLERY_CHANGE_ATTEMPTS,
       read: () => galleries.get(event.listingId),
@@ -69,6 +69,8 @@ export class ListingProjectionService {
           };
           return (await galleries.insert(marker)) ? { listingId: marker.id, trash: [] } : null;
         }
+        // The event names an account that does not own this listing: nothing of another account's goes.
+        if (current.accountId !== event.accountId) return { listingId: current.id, trash: [], foreign: true };
         const tokens = current.items.flatMap((i) => (i.fileToken ? [i.fileToken] : []));
         if (current.listingDeleted && tokens.length === 0) return { listingId: current.id, trash: current.trash ?? [] };
         const trash = [...(current.trash ?? []), ...tokens];
@@ -83,6 +85,13 @@ export class ListingProjectionService {
         return { listingId: current.id, trash };
       },
     });
+    if (outcome.foreign) {
+      log.warn(
+        { listingId: event.listingId, accountId: event.accountId },
+        'listing deleted event ignored: the listing belongs to another account',
+      );
+      return;
+    }
     await this.deps.trash.empty(outcome.listingId, outcome.trash);
   }
 }

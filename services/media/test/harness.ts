@@ -12,7 +12,7 @@ import { callerOf, requireSignedIdentity } from '@estate/platform/auth';
 import { notFound } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { asCaller, eventually, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
+import { asCaller, eventually, identityFor, TEST_SIGNING_SECRET, TEST_TRUST } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { mediaApp } from '../src/app';
@@ -114,7 +114,7 @@ async function startListingsStandIn(): Promise<{
   const owners = new Map<string, string>();
   let asked = 0;
   const app = await createHttpApp({ service: 'listings', logger: log });
-  requireSignedIdentity(app, TEST_SIGNING_SECRET);
+  requireSignedIdentity(app, TEST_TRUST);
   app.get<{ Params: { id: string } }>('/v1/listings/:id', async (request) => {
     asked++;
     const { id } = request.params;
@@ -144,13 +144,16 @@ export async function startMedia(options: Partial<MediaOptions> = { workers: 1 }
   const listings = new ListingsClient({ listingsUrl: standIn.url, signingSecret: TEST_SIGNING_SECRET });
   const runtime = await composeMedia({ store, bus, blobs, listings, log, options });
   const app = await createHttpApp({ service: 'media', logger: log });
-  requireSignedIdentity(app, TEST_SIGNING_SECRET);
+  requireSignedIdentity(app, TEST_TRUST);
   await app.register(mediaApp, { runtime });
   await app.ready();
   await runtime.start();
 
   const call: MediaHarness['call'] = (who, opts) =>
-    app.inject({ ...opts, headers: { ...(who ? asCaller(who, opts.method, opts.url) : {}), ...(opts.headers ?? {}) } });
+    app.inject({
+      ...opts,
+      headers: { ...(who ? asCaller(who, opts.method, opts.url, opts.payload) : {}), ...(opts.headers ?? {}) },
+    });
   const list: MediaHarness['list'] = async (listingId, who = alice) => {
     const res = await call(who, { method: 'GET', url: `/v1/listings/${listingId}/media?limit=100` });
     expect(res.statusCode).toBe(200);

@@ -583,6 +583,23 @@ describe('media service over HTTP (embedded adapters, signed identity)', () => {
     expect((await upload(id, [{ name: 'file', data: await jpeg(50, 50) }])).statusCode).toBe(404);
   });
 
+  it("keeps a listing's media when a deleted event names an account that does not own the listing", async () => {
+    const id = await newListing();
+    const [item] = (await upload(id, [{ name: 'file', data: await jpeg(200, 150) }])).json().items as Media[];
+    await settled(id);
+    const files = blobFiles();
+    await bus.publish('listings.listing.deleted', {
+      eventId: `foreign-${id}`,
+      accountId: 'acc_mallory',
+      listingId: id,
+      version: 2,
+      occurredAt: new Date().toISOString(),
+    });
+    expect(blobFiles()).toEqual(files);
+    expect((await fetchFile(item.urls!.thumb)).statusCode).toBe(200);
+    expect((await call(alice, { method: 'GET', url: `/v1/listings/${id}/media` })).json().items).toHaveLength(1);
+  });
+
   it('documents its routes in OpenAPI (upload, list, order, one item, files)', async () => {
     const docs = await createHttpApp({ service: 'media', logger: log, openapi: { title: 'media' } });
     await docs.register(mediaApp, { runtime });

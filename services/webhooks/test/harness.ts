@@ -11,7 +11,7 @@ import { requireSignedIdentity } from '@estate/platform/auth';
 import { createHttpApp } from '@estate/platform/http';
 import type { DocumentStore } from '@estate/store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { asCaller, identityFor, TEST_SIGNING_SECRET } from '@estate/testing';
+import { asCaller, identityFor, TEST_TRUST } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { webhooksApp } from '../src/app';
@@ -100,7 +100,7 @@ export async function startWebhooks(
     options: { ...testOptions, ...options.options },
   });
   const app = await createHttpApp({ service: 'webhooks', logger: log, openapi: { title: 'Webhooks service' } });
-  requireSignedIdentity(app, TEST_SIGNING_SECRET);
+  requireSignedIdentity(app, TEST_TRUST);
   await app.register(webhooksApp, { runtime });
   await app.ready();
   await runtime.start();
@@ -115,7 +115,7 @@ export async function startWebhooks(
         method: method as InjectOptions['method'],
         url,
         ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
-        headers: { ...(who ? asCaller(who, method, url) : {}), ...headers },
+        headers: { ...(who ? asCaller(who, method, url, payload) : {}), ...headers },
       }),
     async close() {
       await app.close();

@@ -1,7 +1,10 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { identity as identitySchema, type Identity, type Role } from '@estate/contracts/accounts';
+import { createHash } from 'node:crypto';
+import { Transform } from 'node:stream';
+import type { Identity, Role } from '@estate/contracts/accounts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../errors';
+import { NonceCache } from './nonce-cache';
+import { bodyDigest, MAX_AGE_MS, verifyRequest, type Caller } from './signed-request';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,74 +15,130 @@ declare module 'fastify' {
 
 export type { Identity } from '@estate/contracts/accounts';
 
-export const IDENTITY_HEADER = 'x-estate-identity';
-export const SIGNATURE_HEADER = 'x-estate-signature';
-const MAX_SKEW_SECONDS = 300;
+export {
+  bodyDigest,
+  IDENTITY_HEADER,
+  MAX_AGE_MS,
+  signRequest,
+  SIGNATURE_HEADER,
+  verifyRequest,
+  type Caller,
+  type SignOptions,
+  type Verified,
+  type VerifyFailure,
+} from './signed-request';
+export { NonceCache } from './nonce-cache';
 
-function mac(secret: string, timestamp: number, method: string, url: string, encoded: string): string {
-  return createHmac('sha256', secret)
-    .update(`${timestamp}.${method.toUpperCase()}.${url}.${encoded}`)
-    .digest('base64url');
+/**
+ * Who may call whom inside the distributed profile. The gateway forwards every client request; a service
+ * that reads another's resources (media asks listings about a listing, webhooks reads leads and media)
+ * may only read. The caller's name is inside the signed data.
+ */
+export const TRUSTED_CALLERS: Record<string, Partial<Record<Caller, readonly string[] | '*'>>> = {
+  listings: { gateway: '*', media: ['GET'] },
+  media: { gateway: '*', webhooks: ['GET'] },
+  leads: { gateway: '*', webhooks: ['GET'] },
+  webhooks: { gateway: '*' },
+};
+
+const kSignedDigest = Symbol('signedDigest');
+const kBodyChecked = Symbol('bodyChecked');
+type SignedRequest = FastifyRequest & { [kSignedDigest]?: string; [kBodyChecked]?: Promise<void> };
+
+const bodyMismatch = () => new AppError('unauthorized', 'The request body does not match the one the gateway signed');
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /**
- * Headers the gateway adds when it forwards a request: the caller's identity and an HMAC over
- * it, the time, the method and the URL, so a captured header cannot be replayed elsewhere.
+ * Hashes a body that the route reads itself from the raw request (multipart uploads): a listener beside the
+ * parser's own, so the digest is known when the last byte has arrived. Resolves once the body matched.
  */
-export function signIdentity(
-  who: Identity,
-  secret: string,
-  method: string,
-  url: string,
-  now = Date.now(),
-): Record<string, string> {
-  const encoded = Buffer.from(JSON.stringify(who)).toString('base64url');
-  const t = Math.floor(now / 1000);
-  return { [IDENTITY_HEADER]: encoded, [SIGNATURE_HEADER]: `t=${t},v1=${mac(secret, t, method, url, encoded)}` };
+function digestWhileStreaming(raw: NodeJS.ReadableStream, expected: string): Promise<void> {
+  const hash = createHash('sha256');
+  // Paused first: the listener must not start the flow before the route pipes the request into its parser.
+  raw.pause();
+  return new Promise<void>((resolve, reject) => {
+    raw.on('data', (chunk: Buffer) => hash.update(chunk));
+    raw.once('end', () => (hash.digest('base64url') === expected ? resolve() : reject(bodyMismatch())));
+    raw.once('error', reject);
+    raw.once('close', () => reject(new AppError('malformed_request', 'The request body broke off')));
+  });
 }
 
-/** The identity a signed request carries, or null when the signature is missing, stale or wrong. */
-export function verifyIdentity(
-  headers: Record<string, unknown>,
-  secret: string,
-  method: string,
-  url: string,
-  now = Date.now(),
-): Identity | null {
-  const encoded = headers[IDENTITY_HEADER];
-  const signature = headers[SIGNATURE_HEADER];
-  if (typeof encoded !== 'string' || typeof signature !== 'string') return null;
-  const match = /^t=(\d+),v1=([A-Za-z0-9_-]+)$/.exec(signature);
-  if (!match) return null;
-  const t = Number(match[1]);
-  if (Math.abs(now / 1000 - t) > MAX_SKEW_SECONDS) return null;
-  const expected = Buffer.from(mac(secret, t, method, url, encoded));
-  const given = Buffer.from(match[2]);
-  if (expected.length !== given.length || !timingSafeEqual(expected, given)) return null;
-  try {
-    return identitySchema.parse(JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')));
-  } catch {
-    return null;
-  }
+/**
+ * For a service behind the gateway: every `/v1` request must carry a valid signature from a caller this
+ * service accepts (`TRUSTED_CALLERS`), made with the current or the previous deployment secret, no older
+ * than a minute and never seen before; its body must hash to the signed digest. A service port reached
+ * directly, without the gateway's signature, lets no one in.
+ */
+export function requireSignedIdentity(
+  app: FastifyInstance,
+  options: {
+    secrets: readonly string[];
+    callers: Partial<Record<Caller, readonly string[] | '*'>>;
+    nonces?: NonceCache;
+  },
+): void {
+  decorateIdentity(app);
+  const nonces = options.nonces ?? new NonceCache(MAX_AGE_MS + 5_000);
+  const secrets = options.secrets.filter((s) => s.length > 0);
+  app.addHook('onRequest', async (request) => {
+    if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    const verified = verifyRequest(request.headers, {
+      secrets,
+      callers: options.callers,
+      nonces,
+      method: request.method,
+      url: request.url,
+    });
+    if (!verified.ok) {
+      request.log.warn({ reason: verified.reason }, 'internal request refused');
+      throw new AppError('unauthorized', 'This service only accepts requests signed by the gateway');
+    }
+    if (!hasBody(request) && verified.digest !== bodyDigest()) throw bodyMismatch();
+    request.identity = verified.identity;
+    (request as SignedRequest)[kSignedDigest] = verified.digest;
+  });
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const expected = (request as SignedRequest)[kSignedDigest];
+    if (expected === undefined || !hasBody(request)) return payload;
+    if (/^multipart\//i.test(request.headers['content-type'] ?? '')) {
+      const checked = digestWhileStreaming(request.raw, expected);
+      checked.catch(() => undefined); // awaited by the route through signedBodyComplete
+      (request as SignedRequest)[kBodyChecked] = checked;
+      return payload;
+    }
+    // Parsed bodies: checked at their end, before the route sees them.
+    const hash = createHash('sha256');
+    const checking = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+      flush(done) {
+        done(hash.digest('base64url') === expected ? null : bodyMismatch());
+      },
+    });
+    payload.on('error', (err) => checking.destroy(err));
+    return payload.pipe(checking);
+  });
+}
+
+/**
+ * Resolves once a body the route read as a stream (a multipart upload) is known to be the signed one; a
+ * route calls it after reading and before storing anything. Immediate for other bodies (checked on parsing)
+ * and where no signature is required (the embedded profile, the gateway itself).
+ */
+export async function signedBodyComplete(request: FastifyRequest): Promise<void> {
+  await (request as SignedRequest)[kBodyChecked];
 }
 
 /** Adds `request.identity` (null until an authentication hook sets it). */
 export function decorateIdentity(app: FastifyInstance): void {
   if (!app.hasRequestDecorator('identity')) app.decorateRequest('identity', null);
-}
-
-/**
- * For a service behind the gateway: every `/v1` request must carry a valid signed identity.
- * A service port reached directly, without the gateway's signature, lets no one in.
- */
-export function requireSignedIdentity(app: FastifyInstance, secret: string): void {
-  decorateIdentity(app);
-  app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
-    const who = verifyIdentity(request.headers, secret, request.method, request.url);
-    if (!who) throw new AppError('unauthorized', 'This service only accepts requests forwarded by the gateway');
-    request.identity = who;
-  });
 }
 
 /** The caller, or 401 when the request is not authenticated. */

@@ -1,7 +1,7 @@
 import type { Identity } from '@estate/contracts/accounts';
 import { problem } from '@estate/contracts/errors';
 import { job, type Job } from '@estate/contracts/jobs';
-import { signIdentity } from '@estate/platform/auth';
+import { signRequest } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 
 /**
@@ -29,7 +29,7 @@ export class ListingsClient implements JobsReader {
         headers: {
           accept: 'application/json',
           'x-request-id': requestId,
-          ...signIdentity(who, this.options.signingSecret, 'GET', path),
+          ...signRequest(who, { caller: 'gateway', secret: this.options.signingSecret, method: 'GET', url: path }),
         },
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
       });

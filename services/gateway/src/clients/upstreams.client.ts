@@ -1,5 +1,5 @@
 import replyFrom from '@fastify/reply-from';
-import { signIdentity } from '@estate/platform/auth';
+import { bodyDigest, IDENTITY_HEADER, signRequest, SIGNATURE_HEADER } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import { sendProblem, type OpenApiDoc } from '@estate/platform/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
@@ -14,9 +14,11 @@ export interface Upstream {
 const METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const STRIPPED_REQUEST_HEADERS = [
   'authorization',
-  'x-estate-identity',
-  'x-estate-signature',
+  IDENTITY_HEADER,
+  SIGNATURE_HEADER,
   'connection',
+  // Every body is forwarded whole, with its length.
+  'transfer-encoding',
   'idempotency-key',
 ];
 
@@ -49,8 +51,9 @@ async function bufferBody(stream: NodeJS.ReadableStream): Promise<Buffer> {
 
 /**
  * Forwards requests to the services with the caller's identity in a signed header. Bodies pass
- * through untouched (JSON as bytes, uploads as a stream); an answer that must be kept for
- * Idempotency-Key replay is buffered first.
+ * through untouched, as bytes: the signature covers their sha256, so an upload is read whole (at most
+ * the upload limit) before it is forwarded. An answer that must be kept for Idempotency-Key replay is
+ * buffered first.
  */
 export async function proxyToUpstreams(
   app: FastifyInstance,
@@ -67,8 +70,8 @@ export async function proxyToUpstreams(
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser(
         'multipart/form-data',
-        { bodyLimit: options.uploadBodyLimit },
-        (_request, payload, done) => done(null, payload),
+        { parseAs: 'buffer', bodyLimit: options.uploadBodyLimit },
+        (_request, body, done) => done(null, body),
       );
       scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.jsonBodyLimit }, (_request, body, done) =>
         done(null, body),
@@ -76,10 +79,12 @@ export async function proxyToUpstreams(
 
       const forward = (request: FastifyRequest, reply: FastifyReply) => {
         const keep = !!request.idempotencyRecord;
+        const bytes = typeof request.body === 'string' || Buffer.isBuffer(request.body) ? request.body : undefined;
         const raw =
-          typeof request.body === 'string'
-            ? { body: request.body, contentType: request.headers['content-type'] ?? 'application/json' }
+          bytes !== undefined
+            ? { body: bytes, contentType: request.headers['content-type'] ?? 'application/json' }
             : {};
+        const digest = bodyDigest(bytes);
         return reply.from(request.url, {
           // A 503 (an engine away) goes back to the client with its Retry-After at once; by default a GET
           // would be retried up to 10 times, holding the request for as long as the outage lasts.
@@ -90,7 +95,16 @@ export async function proxyToUpstreams(
             for (const h of STRIPPED_REQUEST_HEADERS) delete out[h];
             out['x-request-id'] = request.id;
             if (request.identity)
-              Object.assign(out, signIdentity(request.identity, options.signingSecret, request.method, request.url));
+              Object.assign(
+                out,
+                signRequest(request.identity, {
+                  caller: 'gateway',
+                  secret: options.signingSecret,
+                  method: request.method,
+                  url: request.url,
+                  digest,
+                }),
+              );
             return out as Record<string, string>;
           },
           onError: (errReply, { error }) => {

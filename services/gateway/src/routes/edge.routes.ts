@@ -120,7 +120,7 @@ function keepIdempotentAnswers(app: FastifyInstance, idempotency: IdempotencySer
   app.addHook('preHandler', async (request, reply) => {
     const key = request.headers['idempotency-key'];
     if (request.method !== 'POST' || key === undefined || !request.identity) return;
-    // Uploads stream through without being read here, so there is no body to fingerprint.
+    // Uploads are not covered: the proxy reads them only to sign their digest.
     if (request.headers['content-type']?.startsWith('multipart/')) return;
     const outcome = await idempotency.begin({
       keyId: request.identity.keyId,

@@ -1,7 +1,7 @@
 import type { Identity } from '@estate/contracts/accounts';
 import { problem } from '@estate/contracts/errors';
 import { listing } from '@estate/contracts/listings';
-import { signIdentity } from '@estate/platform/auth';
+import { signRequest } from '@estate/platform/auth';
 import { AppError, DependencyUnavailable } from '@estate/platform/errors';
 
 /** What the media service needs to know of a listing it has not heard of from the events yet. */
@@ -32,7 +32,7 @@ export class ListingsClient implements ListingLookup {
         headers: {
           accept: 'application/json',
           ...(requestId ? { 'x-request-id': requestId } : {}),
-          ...signIdentity(who, this.options.signingSecret, 'GET', path),
+          ...signRequest(who, { caller: 'media', secret: this.options.signingSecret, method: 'GET', url: path }),
         },
         // A listings service slow under load still answers: better late than a refused upload.
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),

@@ -15,7 +15,7 @@ import {
   mediaPatch,
   virtualTourCreate,
 } from '@estate/contracts/media';
-import { allowRoles, callerOf, requestContext } from '@estate/platform/auth';
+import { allowRoles, callerOf, requestContext, signedBodyComplete } from '@estate/platform/auth';
 import { AppError, validationError } from '@estate/platform/errors';
 import { ifMatchVersion, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -135,6 +135,8 @@ export async function mediaRoutes(
         let items;
         try {
           await readParts(request, session);
+          // Behind the gateway: the streamed body must be the one it signed before any of it becomes visible.
+          await signedBodyComplete(request);
           items = await session.commit();
         } catch (err) {
           // The refusal is what the client needs to hear; slots a failed abort leaves are released by the sweep.

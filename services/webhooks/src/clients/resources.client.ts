@@ -1,7 +1,7 @@
 import type { Identity } from '@estate/contracts/accounts';
 import { lead, type Lead } from '@estate/contracts/leads';
 import { media, type Media } from '@estate/contracts/media';
-import { signIdentity } from '@estate/platform/auth';
+import { signRequest } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import { RetryLater } from '@estate/bus';
 import type { z } from 'zod';
@@ -54,7 +54,12 @@ export class HttpResourceReader implements ResourceReader {
       res = await fetch(`${base}${path}`, {
         headers: {
           accept: 'application/json',
-          ...signIdentity(serviceIdentity(accountId), this.options.signingSecret, 'GET', path),
+          ...signRequest(serviceIdentity(accountId), {
+            caller: 'webhooks',
+            secret: this.options.signingSecret,
+            method: 'GET',
+            url: path,
+          }),
         },
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
       });

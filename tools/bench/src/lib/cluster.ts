@@ -59,6 +59,16 @@ function procSample(pid: number): ServerSample {
   };
 }
 
+/** A service process's own NATS user (`NATS_PASSWORD_<SERVICE>` from scripts/engines/up.sh), when the server requires users. */
+export function natsUserEnv(service: string): Record<string, string> {
+  const password = process.env[`NATS_PASSWORD_${service.toUpperCase()}`];
+  return password ? { NATS_USER: service, NATS_PASSWORD: password } : {};
+}
+
+/** The bench's own NATS user (`NATS_USER` / `NATS_PASSWORD`, the tools user) for its clean-up connection. */
+export const natsToolsAuth = (): { user?: string; pass?: string } =>
+  process.env.NATS_USER ? { user: process.env.NATS_USER, pass: process.env.NATS_PASSWORD } : {};
+
 /**
  * The whole distributed profile from `dist/`: listings, media, leads and the gateway as processes
  * on the engines given, with databases, a NATS namespace and a search index of their own that are
@@ -91,7 +101,7 @@ export async function startDistributed(
   const start = async (name: string, env: Record<string, string>) => {
     const port = await freePort();
     const child = spawn(process.execPath, [join(root, 'dist', 'services', name, 'main.js')], {
-      env: { ...common, ...env, PORT: String(port), MONGODB_DATABASE: database(name) },
+      env: { ...common, ...natsUserEnv(name), ...env, PORT: String(port), MONGODB_DATABASE: database(name) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let lines = 0;
@@ -139,7 +149,7 @@ export async function startDistributed(
       import('@nats-io/transport-node'),
       import('@nats-io/jetstream'),
     ]);
-    const nc = await connect({ servers: engines.nats, name: 'bench-distributed-cleanup' });
+    const nc = await connect({ servers: engines.nats, ...natsToolsAuth(), name: 'bench-distributed-cleanup' });
     try {
       const jsm = await jetstreamManager(nc);
       for await (const s of jsm.streams.list())

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Job, JobProgress } from '@estate/contracts/jobs';
 import { listingBody, readSse } from '@estate/testing';
-import { freePort } from '../lib/cluster';
+import { freePort, natsToolsAuth, natsUserEnv } from '../lib/cluster';
 import { expectStatus } from '../lib/http';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult } from '../lib/scenario';
 
@@ -244,7 +244,7 @@ async function distributed(
   let lines = 0;
   const start = (name: string, env: Record<string, string>) => {
     const child = spawn(process.execPath, [join(root, 'dist', 'services', name, 'main.js')], {
-      env: { ...common, ...env },
+      env: { ...common, ...natsUserEnv(name), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     for (const stream of [child.stdout!, child.stderr!]) {
@@ -288,7 +288,7 @@ async function distributed(
       import('@nats-io/transport-node'),
       import('@nats-io/jetstream'),
     ]);
-    const nc = await connect({ servers: engines.nats, name: 'bench-bulk-cleanup' });
+    const nc = await connect({ servers: engines.nats, ...natsToolsAuth(), name: 'bench-bulk-cleanup' });
     try {
       const jsm = await jetstreamManager(nc);
       for await (const s of jsm.streams.list())
