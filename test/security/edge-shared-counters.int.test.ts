@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { NatsRateLimitCounters, RATE_LIMIT_BUCKET } from '@estate/gateway';
+import { natsConnectOptions } from '@estate/bus/nats.bus';
 import { describeWithEngines } from '@estate/testing';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -16,21 +17,25 @@ describeWithEngines('rate-limit counters shared through NATS', ['NATS_URL'], ({ 
   const namespace = `edge_${randomBytes(4).toString('hex')}`;
   const connections: NatsConnection[] = [];
   const replica = async () => {
-    const nc = await connect({ servers: NATS_URL, name: 'edge-shared-counters' });
+    const nc = await connect({ ...natsConnectOptions(NATS_URL), name: 'edge-shared-counters' });
     connections.push(nc);
     return NatsRateLimitCounters.open(nc, { namespace, windowMs: 60_000, log });
   };
 
   afterAll(async () => {
-    const nc = await connect({ servers: NATS_URL });
-    await (await jetstreamManager(nc)).streams.delete(`KV_${namespace}_${RATE_LIMIT_BUCKET}`).catch(() => false);
+    const nc = await connect(natsConnectOptions(NATS_URL));
+    await (
+      await jetstreamManager(nc)
+    ).streams
+      .purge(`KV_${RATE_LIMIT_BUCKET}`, { filter: `$KV.${RATE_LIMIT_BUCKET}.${namespace}.>` })
+      .catch(() => false);
     await nc.close();
     for (const c of connections) if (!c.isClosed()) await c.close();
   });
 
   it('three replicas flooding one key at once let exactly the limit through, and count every one', async () => {
     const replicas = await Promise.all([replica(), replica(), replica()]);
-    expect(replicas[0].bucketName).toBe(`${namespace}_${RATE_LIMIT_BUCKET}`);
+    expect(replicas[0].bucketName).toBe(RATE_LIMIT_BUCKET);
     const max = 40;
     const counts = await Promise.all(
       Array.from({ length: 90 }, (_, i) => replicas[i % 3].incr('key:key_flooded', 60_000, max)),

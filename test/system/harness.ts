@@ -11,6 +11,7 @@ import {
   type EngineVar,
 } from '@estate/testing';
 import { natsConnectOptions } from '@estate/bus/nats.bus';
+import { RATE_LIMIT_BUCKET } from '@estate/gateway';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import mongoose from 'mongoose';
@@ -268,10 +269,12 @@ export async function dropRun(
   const nc = await connect({ ...natsConnectOptions(engines.NATS_URL), name: `cleanup-${run.namespace}` });
   try {
     const jsm = await jetstreamManager(nc);
-    for await (const s of jsm.streams.list())
-      // Key-value buckets (the gateways' rate limits) are streams named KV_<bucket>.
-      if (s.config.name.startsWith(`${run.namespace}_`) || s.config.name.startsWith(`KV_${run.namespace}_`))
-        await jsm.streams.delete(s.config.name);
+    for await (const s of jsm.streams.list()) {
+      if (s.config.name.startsWith(`${run.namespace}_`)) await jsm.streams.delete(s.config.name);
+      // The gateways' rate-limit bucket is one per server; the run's counters are its keys under the namespace.
+      if (s.config.name === `KV_${RATE_LIMIT_BUCKET}`)
+        await jsm.streams.purge(s.config.name, { filter: `$KV.${RATE_LIMIT_BUCKET}.${run.namespace}.>` });
+    }
   } finally {
     await nc.close();
   }

@@ -4,7 +4,7 @@ import type { Identity } from '@estate/contracts/accounts';
 import { requireSignedIdentity } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
-import { TEST_SIGNING_SECRET } from '@estate/testing';
+import { TEST_SIGNING_SECRET, TEST_TRUST } from '@estate/testing';
 import type { FastifyInstance } from 'fastify';
 import { LeadsClient, type AgentsReader } from '../src/clients/leads.client';
 import { ADMIN_KEY, log, startGateway, type GatewayHarness } from './harness';
@@ -127,7 +127,7 @@ describe('LeadsClient: the agent asked of the leads service with the signed iden
   let leadsUrl: string;
   beforeAll(async () => {
     leads = await createHttpApp({ service: 'leads', logger: log });
-    requireSignedIdentity(leads, TEST_SIGNING_SECRET);
+    requireSignedIdentity(leads, TEST_TRUST);
     const stored: Record<string, { accountId: string; active: boolean }> = {
       agt_1: { accountId: 'acc_a', active: true },
       agt_2: { accountId: 'acc_a', active: false },

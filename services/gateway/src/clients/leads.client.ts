@@ -1,7 +1,7 @@
 import type { Identity } from '@estate/contracts/accounts';
 import { problem } from '@estate/contracts/errors';
 import { agent } from '@estate/contracts/leads';
-import { signIdentity } from '@estate/platform/auth';
+import { signRequest } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 
 /** Where an agent stands for the keys bound to it; null when missing (another account's agent included). */
@@ -28,7 +28,7 @@ export class LeadsClient implements AgentsReader {
         headers: {
           accept: 'application/json',
           ...(requestId ? { 'x-request-id': requestId } : {}),
-          ...signIdentity(who, this.options.signingSecret, 'GET', path),
+          ...signRequest(who, { caller: 'gateway', secret: this.options.signingSecret, method: 'GET', url: path }),
         },
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
       });

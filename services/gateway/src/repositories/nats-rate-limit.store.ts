@@ -15,7 +15,10 @@ import type { Logger } from 'pino';
 import type { RateLimitCounters, WindowCount } from './rate-limit.counters';
 import { MemoryRateLimitCounters } from './rate-limit.counters';
 
-/** The NATS key-value bucket holding the gateways' rate-limit windows (prefixed `<namespace>_` in a namespace). */
+/**
+ * The NATS key-value bucket holding the gateways' rate-limit windows. One bucket per server: a namespace (parallel
+ * stacks on one server) prefixes the keys instead, so the gateway's NATS user is allowed this one bucket by name.
+ */
 export const RATE_LIMIT_BUCKET = 'gateway_rate_limits';
 
 /** JetStream's answer to a write whose expected last revision of the key is not the current one. */
@@ -63,6 +66,8 @@ export class NatsRateLimitCounters implements RateLimitCounters {
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly bucket: string,
+    /** `<namespace>.` or nothing: the first token of every key. */
+    private readonly keyPrefix: string,
     private readonly log: Logger,
   ) {}
 
@@ -71,7 +76,7 @@ export class NatsRateLimitCounters implements RateLimitCounters {
     nc: NatsConnection,
     options: { namespace?: string; windowMs: number; log: Logger },
   ): Promise<NatsRateLimitCounters> {
-    const bucket = options.namespace ? `${options.namespace}_${RATE_LIMIT_BUCKET}` : RATE_LIMIT_BUCKET;
+    const bucket = RATE_LIMIT_BUCKET;
     const setup = await jetstreamManager(nc, { timeout: 5000 });
     const config: Partial<StreamConfig> & { name: string } = {
       name: `KV_${bucket}`,
@@ -95,6 +100,7 @@ export class NatsRateLimitCounters implements RateLimitCounters {
       jetstream(nc, { timeout: CALL_TIMEOUT_MS }),
       await jetstreamManager(nc, { timeout: CALL_TIMEOUT_MS, checkAPI: false }),
       bucket,
+      options.namespace ? `${options.namespace}.` : '',
       options.log,
     );
   }
@@ -130,7 +136,7 @@ export class NatsRateLimitCounters implements RateLimitCounters {
 
   private async incrShared(key: string, windowMs: number, max: number): Promise<WindowCount> {
     const now = Date.now();
-    const subject = `$KV.${this.bucket}.${Buffer.from(key).toString('base64url')}`;
+    const subject = `$KV.${this.bucket}.${this.keyPrefix}${Buffer.from(key).toString('base64url')}`;
     let known: Seen | null | undefined = this.seen.get(key);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       if (known === undefined) known = await this.read(subject);
