@@ -29,29 +29,3 @@ export const identityOf = (key: ApiKeyDoc): Identity => ({
   role: key.role,
   agentId: key.agentId,
 });
-
-/** A path as a lenient reader would take it: decoded (repeatedly), case-folded, repeated slashes collapsed. */
-function canonicalPath(raw: string): string {
-  let path = raw.split('?')[0];
-  for (let i = 0; i < 4; i++) {
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(path);
-    } catch {
-      break;
-    }
-    if (decoded === path) break;
-    path = decoded;
-  }
-  return path.replace(/\/{2,}/g, '/').toLowerCase();
-}
-
-/**
- * Whether a request needs an API key: everything under `/v1`. Decided by the route it matched (a pattern
- * the router reached after decoding the path), so no spelling of a URL reaches a `/v1` route without a
- * key; a path that matched no route, by its canonical form, so probing unknown `/v1` paths needs one too.
- */
-export function needsApiKey(route: string | undefined, rawUrl: string): boolean {
-  const path = route ?? canonicalPath(rawUrl);
-  return path === '/v1' || path.startsWith('/v1/');
-}

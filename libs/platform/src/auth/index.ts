@@ -3,6 +3,7 @@ import { Transform } from 'node:stream';
 import type { Identity, Role } from '@estate/contracts/accounts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../errors';
+import { isApiRequest } from './api-paths';
 import { NonceCache } from './nonce-cache';
 import { bodyDigest, MAX_AGE_MS, verifyRequest, type Caller } from './signed-request';
 
@@ -28,6 +29,7 @@ export {
   type VerifyFailure,
 } from './signed-request';
 export { NonceCache } from './nonce-cache';
+export { isApiRequest, needsApiKey } from './api-paths';
 
 /**
  * Who may call whom inside the distributed profile. The gateway forwards every client request; a service
@@ -86,7 +88,7 @@ export function requireSignedIdentity(
   const nonces = options.nonces ?? new NonceCache(MAX_AGE_MS + 5_000);
   const secrets = options.secrets.filter((s) => s.length > 0);
   app.addHook('onRequest', async (request) => {
-    if (!request.url.startsWith('/v1/') && request.url !== '/v1') return;
+    if (!isApiRequest(request)) return;
     const verified = verifyRequest(request.headers, {
       secrets,
       callers: options.callers,

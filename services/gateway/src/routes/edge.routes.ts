@@ -6,7 +6,8 @@ import { AppError } from '@estate/platform/errors';
 import type { Identity } from '@estate/contracts/accounts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyRateLimitStoreCtor as RateLimitStoreCtor } from '@fastify/rate-limit';
-import { hashSecret, needsApiKey } from '../access.rules';
+import { isApiRequest } from '@estate/platform/auth';
+import { hashSecret } from '../access.rules';
 import type { AccessService } from '../access.service';
 import type { IdempotencyService } from '../idempotency.service';
 import { keptBody } from '../idempotency.rules';
@@ -102,7 +103,7 @@ function guardApi(
   limit: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
 ): void {
   app.addHook('onRequest', async (request, reply) => {
-    if (!needsApiKey(request.is404 ? undefined : request.routeOptions.url, request.url)) return;
+    if (!isApiRequest(request)) return;
     await limit(request, reply);
     const who = await identityOf(request, access);
     if (!who) {
