@@ -91,6 +91,9 @@ describeWithEngines(
         201,
       );
       expect((await api('DELETE', `/v1/listings/${listingId}`)).status).toBe(200);
+      const bulk = await api('POST', '/v1/listings/bulk', { listings: [listingBody(), { pricing: { listPrice: 1 } }] });
+      expect(bulk.status).toBe(202);
+      const jobId = bulk.body.jobId;
 
       const wanted = [
         'listing.created',
@@ -102,6 +105,7 @@ describeWithEngines(
         'lead.status_changed',
         'lead.assigned',
         'activity.created',
+        'job.completed',
       ];
       const got = await eventually(
         () => {
@@ -118,6 +122,13 @@ describeWithEngines(
       expect(byType('listing.deleted').data).toMatchObject({ id: listingId, deleted: true });
       expect(byType('media.ready').data).toMatchObject({ listingId, status: 'ready', kind: 'image' });
       expect(byType('lead.assigned').data).toMatchObject({ id: leadId, agentId: agent.body.id });
+      const job = byType('job.completed').data;
+      expect(job).toMatchObject({
+        id: jobId,
+        state: 'partially_failed',
+        progress: { total: 2, processed: 2, succeeded: 1, failed: 1 },
+      });
+      expect(job).toEqual((await api('GET', `/v1/jobs/${jobId}`)).body);
       const activities = got.filter((d) => d.event!.type === 'activity.created').map((d) => d.event!.data);
       expect(activities).toEqual(
         expect.arrayContaining([expect.objectContaining({ leadId, type: 'call', summary: 'Called' })]),

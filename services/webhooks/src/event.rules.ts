@@ -5,7 +5,12 @@ import type { EventType } from '@estate/contracts/webhooks';
 
 /** The domain events this service turns into client events (section 8: every durable event, no commands). */
 export const consumedSubjects = {
-  listings: ['listings.listing.created', 'listings.listing.updated', 'listings.listing.deleted'],
+  listings: [
+    'listings.listing.created',
+    'listings.listing.updated',
+    'listings.listing.deleted',
+    'listings.bulk-job.completed',
+  ],
   media: ['media.media.changed'],
   leads: [
     'leads.lead.created',
@@ -72,6 +77,9 @@ export function planEvents(m: BusMessage<ConsumedSubject>): PlannedEvent[] {
           data: { id: m.payload.listingId, deleted: true, version: m.payload.version },
         }),
       ];
+    case 'listings.bulk-job.completed':
+      // Any final state: the job as `GET /v1/jobs/:id` answers it, with its counts.
+      return [planned(m, 'job.completed', { kind: 'inline', data: m.payload.job })];
     case 'media.media.changed':
       if (m.payload.change !== 'processed') return [];
       return m.payload.mediaIds.map((mediaId) =>

@@ -1,6 +1,16 @@
 import { eventually, WebhookReceiver } from '@estate/testing';
 import { DELIVERIES_COLLECTION, deliveryId, type DeliveryDoc } from '../src/repositories/delivery.repository';
-import { listing, listingDeleted, listingEvent, lead, leadEvent, image, mediaProcessed } from './fixtures';
+import {
+  endedJob,
+  image,
+  jobCompleted,
+  lead,
+  leadEvent,
+  listing,
+  listingDeleted,
+  listingEvent,
+  mediaProcessed,
+} from './fixtures';
 import { admin, agent, integration, log, otherAdmin, startWebhooks, tempDir, type WebhooksHarness } from './harness';
 import { MemoryBus } from '@estate/bus/memory.bus';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
@@ -140,6 +150,7 @@ describe('deliveries', () => {
     await leadEvent(h.bus, h.shelf, admin.accountId, 'leads.lead.updated', lead('led_1', 2, 'contacted'), ['status']);
     await mediaProcessed(h.bus, h.shelf, admin.accountId, image('med_1', 'lst_2', 'ready'));
     await mediaProcessed(h.bus, h.shelf, admin.accountId, image('med_2', 'lst_2', 'failed'));
+    await jobCompleted(h.bus, admin.accountId, endedJob('job_1'));
 
     const types = [
       'listing.created',
@@ -150,6 +161,7 @@ describe('deliveries', () => {
       'lead.status_changed',
       'media.ready',
       'media.failed',
+      'job.completed',
     ];
     const all = await eventually(() => {
       const got = receiver.verified('all');
@@ -162,6 +174,7 @@ describe('deliveries', () => {
     expect(byType['lead.status_changed'].data).toMatchObject({ id: 'led_1', status: 'contacted', version: 2 });
     expect(byType['media.ready'].data).toMatchObject({ id: 'med_1', status: 'ready' });
     expect(byType['media.failed'].data).toMatchObject({ id: 'med_2', status: 'failed' });
+    expect(byType['job.completed'].data).toEqual(endedJob('job_1'));
     for (const d of all) expect(d.headers['webhook-id']).toBe(d.event!.id);
 
     await eventually(() =>
