@@ -22,6 +22,12 @@ export const consumedSubjects = {
 } as const;
 export type ConsumedSubject = (typeof consumedSubjects)[keyof typeof consumedSubjects][number];
 
+/** The entity a domain event is about: a replica handles one entity's events one at a time, in stream order. */
+export function entityOf(m: BusMessage<ConsumedSubject>): string {
+  const p = m.payload as { listingId?: string; leadId?: string; jobId?: string };
+  return p.leadId ?? p.listingId ?? p.jobId ?? m.payload.eventId;
+}
+
 /** Where a client event's `data` comes from: the event itself, or the owning service (as `GET` answers). */
 export type DataSource =
   | { kind: 'inline'; data: Record<string, unknown> }
