@@ -4,11 +4,17 @@ import type { EventEnvelope } from '@estate/contracts/webhooks';
 import type { Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import type { ResourceReader } from './clients/resources.client';
-import { mediaEventType, planEvents, subscribes, type ConsumedSubject, type PlannedEvent } from './event.rules';
+import {
+  deliverySeq,
+  mediaEventType,
+  planEvents,
+  subscribes,
+  type ConsumedSubject,
+  type PlannedEvent,
+} from './event.rules';
 import { deliveryId, type DeliveryDoc, type DeliveryRepository } from './repositories/delivery.repository';
 import type { EndpointRepository } from './repositories/endpoint.repository';
 import type { FeedRepository } from './repositories/feed.repository';
-import { SequenceClock } from './sequence.rules';
 import type { DeliveryWorker, Reservation } from './workers/delivery.worker';
 
 interface Reserved {
@@ -29,9 +35,6 @@ export type Dispatcher = Pick<DeliveryWorker, 'reserve' | 'dispatch' | 'cancel' 
  * Where the store has transactions (embedded), one event's feed entries and deliveries are one commit.
  */
 export class EventIntakeService {
-  /** Orders the deliveries of one resource to one endpoint across replicas (see `DeliveryRepository.holdsBack`). */
-  private readonly sequence = new SequenceClock();
-
   constructor(
     private readonly deps: {
       feed: FeedRepository;
@@ -46,10 +49,10 @@ export class EventIntakeService {
   ) {}
 
   async handle(message: BusMessage<ConsumedSubject>): Promise<void> {
-    const envelopes: EventEnvelope[] = [];
-    for (const plan of planEvents(message)) {
+    const envelopes: { envelope: EventEnvelope; seq: string }[] = [];
+    for (const [place, plan] of planEvents(message).entries()) {
       const envelope = await this.resolve(plan);
-      if (envelope) envelopes.push(envelope);
+      if (envelope) envelopes.push({ envelope, seq: deliverySeq(plan.ordinal, place) });
     }
     if (envelopes.length === 0) return;
     const endpoints = await this.deps.endpoints.enabledOf(message.payload.accountId);
@@ -57,12 +60,12 @@ export class EventIntakeService {
     const queued = new Set<string>();
     const record = async (): Promise<void> => {
       const now = this.deps.clock();
-      for (const envelope of envelopes) {
+      for (const { envelope, seq } of envelopes) {
         await this.deps.feed.append(envelope, now);
         const body = JSON.stringify(envelope);
         for (const endpoint of endpoints) {
           if (!subscribes(endpoint.events, envelope.type)) continue;
-          const doc = this.delivery(envelope, endpoint.id, body, now);
+          const doc = this.delivery(envelope, endpoint.id, body, seq, now);
           // Sent by this process at once, unless an earlier delivery of the resource is on its way.
           const reservation = (await this.deps.deliveries.holdsBack(doc))
             ? null
@@ -87,7 +90,7 @@ export class EventIntakeService {
     for (const webhookId of queued) this.deps.dispatcher.queued(webhookId);
   }
 
-  private delivery(envelope: EventEnvelope, webhookId: string, body: string, now: Date): DeliveryDoc {
+  private delivery(envelope: EventEnvelope, webhookId: string, body: string, seq: string, now: Date): DeliveryDoc {
     const at = now.toISOString();
     return {
       id: deliveryId(webhookId, envelope.id),
@@ -96,7 +99,7 @@ export class EventIntakeService {
       eventId: envelope.id,
       eventType: envelope.type,
       resource: resourceOf(envelope),
-      seq: this.sequence.next(now),
+      seq,
       body,
       state: 'pending',
       attempts: 0,

@@ -22,12 +22,6 @@ export const consumedSubjects = {
 } as const;
 export type ConsumedSubject = (typeof consumedSubjects)[keyof typeof consumedSubjects][number];
 
-/** The entity a domain event is about: a replica handles one entity's events one at a time, in stream order. */
-export function entityOf(m: BusMessage<ConsumedSubject>): string {
-  const p = m.payload as { listingId?: string; leadId?: string; jobId?: string };
-  return p.leadId ?? p.listingId ?? p.jobId ?? m.payload.eventId;
-}
-
 /** Where a client event's `data` comes from: the event itself, or the owning service (as `GET` answers). */
 export type DataSource =
   | { kind: 'inline'; data: Record<string, unknown> }
@@ -42,6 +36,19 @@ export interface PlannedEvent {
   accountId: string;
   createdAt: string;
   source: DataSource;
+  /**
+   * Where the event stands among the events of its resource: the entity's version after the change
+   * (an activity: its lead's), the same however late or by which replica the event is processed.
+   */
+  ordinal: number;
+}
+
+/**
+ * Orders one resource's deliveries to one endpoint: the event's ordinal, then its place among the
+ * client events of its domain event (a status change's `lead.updated` before its `lead.status_changed`).
+ */
+export function deliverySeq(ordinal: number, place: number): string {
+  return `${String(ordinal).padStart(12, '0')}.${String(place).padStart(3, '0')}`;
 }
 
 /** The client event id of one client event made from one domain event. */
@@ -51,7 +58,7 @@ export function clientEventId(domainEventId: string, type: string, part = ''): s
 }
 
 function planned(
-  m: { payload: { eventId: string; accountId: string; occurredAt: string } },
+  m: { payload: { eventId: string; accountId: string; occurredAt: string; version: number; leadVersion?: number } },
   type: PlannedEvent['type'],
   source: DataSource,
   part = '',
@@ -62,6 +69,7 @@ function planned(
     accountId: m.payload.accountId,
     createdAt: m.payload.occurredAt,
     source,
+    ordinal: m.payload.leadVersion ?? m.payload.version,
   };
 }
 

@@ -1,4 +1,5 @@
 import { eventually, WebhookReceiver } from '@estate/testing';
+import { deliverySeq } from '../src/event.rules';
 import { DELIVERIES_COLLECTION, deliveryId, type DeliveryDoc } from '../src/repositories/delivery.repository';
 import {
   endedJob,
@@ -451,7 +452,7 @@ describe('deliveries', () => {
         eventId: first.id,
         eventType: first.type,
         resource: 'listing:lst_h',
-        seq: `${String(now - 10).padStart(15, '0')}.000000.0ther000`,
+        seq: deliverySeq(1, 0),
         body: JSON.stringify(first),
         state: 'pending',
         attempts: 0,

@@ -1,13 +1,13 @@
-import { EVENT_CONCURRENCY, type Bus, type Subscription } from '@estate/bus';
+import type { Bus, Subscription } from '@estate/bus';
 import type { EventIntakeService } from '../event-intake.service';
-import { consumedSubjects, entityOf } from '../event.rules';
+import { consumedSubjects } from '../event.rules';
 
 /** An event whose resource cannot be read yet (its service is down) is retried this often, about 5 s apart: some 40 minutes. */
 const MAX_DELIVER = 500;
 
 /**
  * Every durable domain event, one durable consumer per stream (replicas share each), handed to the
- * intake several at once, the events of one entity in the order the stream holds them. Handlers are idempotent: redeliveries add nothing.
+ * intake in the order the stream holds them. Handlers are idempotent: redeliveries add nothing.
  */
 export class DomainEventsSubscriber {
   private subscriptions: Subscription[] = [];
@@ -17,16 +17,8 @@ export class DomainEventsSubscriber {
   async start(): Promise<void> {
     for (const [stream, subjects] of Object.entries(consumedSubjects)) {
       this.subscriptions.push(
-        await this.deps.bus.subscribe(
-          subjects,
-          {
-            durable: `webhooks-${stream}`,
-            maxDeliver: MAX_DELIVER,
-            // Several events at once, each entity's one after another in stream order.
-            concurrency: EVENT_CONCURRENCY,
-            orderKey: entityOf,
-          },
-          (m) => this.deps.intake.handle(m),
+        await this.deps.bus.subscribe(subjects, { durable: `webhooks-${stream}`, maxDeliver: MAX_DELIVER }, (m) =>
+          this.deps.intake.handle(m),
         ),
       );
     }

@@ -25,9 +25,9 @@ export interface DeliveryDoc {
   /** The resource the event is about (`listing:<id>`), to keep its deliveries to one endpoint in order. */
   resource?: string;
   /**
-   * Orders the deliveries of one resource to one endpoint: when the event was processed (ms), a
-   * per-process counter and the process's tag (see `SequenceClock`). Deliveries queued before it was
-   * kept have none, and never hold another back.
+   * Orders the deliveries of one resource to one endpoint: the resource's version the event is about,
+   * then its place in its domain event (see `deliverySeq`). Deliveries without one (test events, and
+   * those queued before it was kept) never hold another back.
    */
   seq?: string;
   /** The envelope exactly as sent (the signature covers these bytes). */

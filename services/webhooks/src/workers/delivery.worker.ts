@@ -54,6 +54,8 @@ export class DeliveryWorker {
   private candidates: DeliveryDoc[] = [];
   /** New work may exist that the candidates do not hold (the poll, work queued without a slot, a full page). */
   private stale = true;
+  /** Endpoint and resource pairs whose next delivery waits for the one this process is sending: read again when it ends. */
+  private readonly waiting = new Set<string>();
   /** Endpoints whose due work may be in the store and not among the candidates (left out of a read at their bound). */
   private readonly unread = new Set<string>();
   private stopped = true;
@@ -198,7 +200,10 @@ export class DeliveryWorker {
       }
       // An earlier delivery of the resource to this endpoint is still on its way (maybe from another
       // replica): this one waits for the poll after it, so the receiver gets them in order.
-      if (await this.deps.deliveries.holdsBack(doc)) continue;
+      if (await this.deps.deliveries.holdsBack(doc)) {
+        if (resource) this.waiting.add(resource);
+        continue;
+      }
       const lease = randomUUID();
       const claimed = await this.deps.deliveries.claim(
         doc,
@@ -224,6 +229,8 @@ export class DeliveryWorker {
   private give(webhookId: string, resource: string | undefined): void {
     this.inFlight--;
     if (resource) this.sendingResources.delete(resource);
+    // A delivery of this resource waited for this one: it may go now.
+    if (resource && this.waiting.delete(resource)) this.stale = true;
     const left = (this.perEndpoint.get(webhookId) ?? 1) - 1;
     if (left > 0) this.perEndpoint.set(webhookId, left);
     else this.perEndpoint.delete(webhookId);
