@@ -34,8 +34,8 @@ export const defaultWebhooksOptions: WebhooksOptions = {
   allowPrivateTargets: false,
   retryScheduleMs: DEFAULT_RETRY_SCHEDULE_MS,
   leaseMs: 60_000,
-  concurrency: 64,
-  endpointConcurrency: 4,
+  concurrency: 256,
+  endpointConcurrency: 16,
   pollMs: 500,
   feedSettleMs: 1000,
 };
