@@ -206,7 +206,7 @@ async function registerFanout(
 export const webhooks: Scenario = {
   name: 'webhooks',
   description:
-    'Listing write acknowledged -> webhook received (embedded, one endpoint, 200 writes/s); 1,000 endpoints with 10% failing vs all healthy (10 writes/s)',
+    'Listing write acknowledged -> webhook received (embedded, one endpoint, 200 writes/s); 1,000 endpoints with 10% failing vs all healthy (10 writes/s); distributed, one endpoint, at the rate the engines take (when they are configured)',
 
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const receiver = await WebhookReceiver.start();
@@ -259,7 +259,8 @@ export const webhooks: Scenario = {
           env: { webhooks: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1', WEBHOOKS_RETRY_SCHEDULE: '1000,2000,4000' } },
         });
         try {
-          const product: Product = { server: cluster.gateway, admin: cluster.auth, platform: cluster.auth };
+          const server = { ...cluster.gateway, name: 'distributed-one-endpoint' };
+          const product: Product = { server, admin: cluster.auth, platform: cluster.auth };
           const hook = await postJson(cluster.origin, '/v1/webhooks', cluster.auth, {
             url: receiver.url('distributed'),
             events: ['listing.created'],
