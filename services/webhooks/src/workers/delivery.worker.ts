@@ -5,6 +5,8 @@ import type { DeliveryDoc, DeliveryRepository } from '../repositories/delivery.r
 
 /** Due deliveries read at once. */
 const CANDIDATES = 64;
+/** Held-back pairs remembered at most (one held behind another replica's delivery waits for the poll anyway). */
+const WAITING_KEPT = 10_000;
 
 export interface DeliveryWorkerOptions {
   /** Deliveries in flight at once in this process. */
@@ -201,6 +203,8 @@ export class DeliveryWorker {
       // An earlier delivery of the resource to this endpoint is still on its way (maybe from another
       // replica): this one waits for the poll after it, so the receiver gets them in order.
       if (await this.deps.deliveries.holdsBack(doc)) {
+        // (Most holders are sent here and clear their pair; the others' pairs are dropped in bulk.)
+        if (this.waiting.size >= WAITING_KEPT) this.waiting.clear();
         if (resource) this.waiting.add(resource);
         continue;
       }
