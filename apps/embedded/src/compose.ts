@@ -97,6 +97,7 @@ export async function composeEmbedded(
         orNull(() => media.gallery.get(serviceIdentity(accountId), listingId, mediaId)),
     },
     options: config.webhooks,
+    transaction: (fn) => stores.webhooks.transaction(fn),
   });
   const gateway = await composeGateway({
     store: stores.gateway,

@@ -48,6 +48,9 @@ describe('webhooks and the change feed in the embedded profile', () => {
     const leadId = lead.json().id;
     expect((await call('PATCH', `/v1/leads/${leadId}`, { status: 'contacted' })).statusCode).toBe(200);
     expect((await call('DELETE', `/v1/listings/${listingId}`)).statusCode).toBe(200);
+    const bulk = await call('POST', '/v1/listings/bulk', { listings: [{ pricing: { listPrice: 1 } }] });
+    expect(bulk.statusCode).toBe(202);
+    const jobId = bulk.json().jobId;
 
     const got = await eventually(() => {
       const types = receiver.verified('crm').map((d) => d.event!.type);
@@ -59,10 +62,14 @@ describe('webhooks and the change feed in the embedded profile', () => {
           'lead.created',
           'lead.updated',
           'lead.status_changed',
+          'job.completed',
         ]),
       );
       return receiver.verified('crm');
     });
+    const jobEvent = got.find((d) => d.event!.type === 'job.completed')!.event!;
+    expect(jobEvent.data).toEqual((await call('GET', `/v1/jobs/${jobId}`)).json());
+    expect(jobEvent.data).toMatchObject({ id: jobId, state: 'failed', progress: { total: 1, failed: 1 } });
     expect(receiver.unverified()).toHaveLength(0);
     const leadEvent = got.find((d) => d.event!.type === 'lead.status_changed')!.event!;
     // The lead as GET answers it, at the version of the change or later.

@@ -120,6 +120,36 @@ export const subjectDocs: Partial<Record<Subject, SubjectDoc>> = {
     consumedBy: [{ consumer: 'listings (bulk workers)', what: 'apply the items and publish progress' }],
     example: { ...base('evt_job_submitted_1'), jobId: 'job_5hQ2mZ8x' },
   },
+  'listings.bulk-job.completed': {
+    summary: 'A bulk job ended (succeeded, partially failed or failed)',
+    description:
+      'Published once per job, through the same outbox write that ends it, so a crash never loses it. `job` is the job as `GET /v1/jobs/{id}` answers it, with its counts and per-item outcomes.',
+    publishedBy: 'listings (bulk workers)',
+    consumedBy: [{ consumer: 'webhooks', what: 'the `job.completed` event of the change feed and webhook deliveries' }],
+    example: {
+      ...base('job_5hQ2mZ8x:completed', 2),
+      jobId: 'job_5hQ2mZ8x',
+      job: {
+        id: 'job_5hQ2mZ8x',
+        type: 'listings.bulk_upsert',
+        state: 'partially_failed',
+        progress: { total: 2, processed: 2, succeeded: 1, failed: 1 },
+        results: [{ index: 0, id: listing.id, action: 'created' }],
+        errors: [
+          {
+            index: 1,
+            externalId: 'MLS-124',
+            code: 'validation_failed',
+            message: 'The request is not valid',
+            path: 'pricing.listPrice',
+          },
+        ],
+        createdAt: at,
+        startedAt: at,
+        finishedAt: at,
+      },
+    },
+  },
   'media.media.changed': {
     summary: "A listing's media changed: upload, processing, edit, reorder or delete",
     description: '`summary` is the media summary the listing shows; `version` is its media revision.',

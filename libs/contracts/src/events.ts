@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { activity, activityCommandBody, assignment, leadEventView } from './leads';
+import { job } from './jobs';
 import { listing, listingMediaSummary } from './listings';
 import { mediaChanges } from './media';
 
@@ -20,6 +21,13 @@ export const listingDeleted = z.object({ ...eventBase, listingId: z.string() });
 
 /** Command: a stored bulk job is ready for a worker (`version` is always 1: a job is submitted once). */
 export const bulkJobSubmitted = z.object({ ...eventBase, jobId: z.string() });
+
+/**
+ * A bulk job ended, in any final state (`succeeded`, `partially_failed`, `failed`), with its counts and
+ * per-item outcomes: `job` is the job as `GET /v1/jobs/:id` answers it. `version` is always 2 (a job
+ * ends once); `eventId` is fixed per job, so a relay repeated after a crash is de-duplicated.
+ */
+export const bulkJobCompleted = z.object({ ...eventBase, jobId: z.string(), job });
 
 /** The listing's media summary after a media change; `version` is the listing's media revision (older states are ignored). */
 export const mediaChanged = z.object({
@@ -92,6 +100,7 @@ export const subjects = {
   'listings.listing.updated': { schema: listingChanged, stream: 'LISTINGS' },
   'listings.listing.deleted': { schema: listingDeleted, stream: 'LISTINGS' },
   'listings.bulk-job.submitted': { schema: bulkJobSubmitted, stream: 'LISTINGS_BULK_JOBS' },
+  'listings.bulk-job.completed': { schema: bulkJobCompleted, stream: 'LISTINGS' },
   'media.media.changed': { schema: mediaChanged, stream: 'MEDIA' },
   'media.image.process': { schema: imageProcess, stream: 'MEDIA_JOBS' },
   'leads.lead.created': { schema: leadChanged, stream: 'LEADS' },
@@ -109,7 +118,7 @@ export type EventPayload<S extends Subject> = z.infer<(typeof subjects)[S]['sche
 
 /** JetStream streams: which subjects each captures and whether it is a work queue (one delivery per message). */
 export const streams = {
-  LISTINGS: { subjects: ['listings.listing.>'], workQueue: false },
+  LISTINGS: { subjects: ['listings.listing.>', 'listings.bulk-job.completed'], workQueue: false },
   LISTINGS_BULK_JOBS: { subjects: ['listings.bulk-job.submitted'], workQueue: true },
   MEDIA: { subjects: ['media.media.>'], workQueue: false },
   MEDIA_JOBS: { subjects: ['media.image.process'], workQueue: true },

@@ -38,7 +38,9 @@ export class WebhookReceiver {
 
   static async start(): Promise<WebhookReceiver> {
     const server = createServer();
-    server.keepAliveTimeout = 1000;
+    // Node's default. A hint of 1 s or less makes Node clients drop the connection after each answer
+    // (they keep a one-second margin), so every delivery would open a new connection.
+    server.keepAliveTimeout = 5000;
     const receiver = new WebhookReceiver(server);
     server.on('request', (req: IncomingMessage, res: ServerResponse) => {
       const chunks: Buffer[] = [];

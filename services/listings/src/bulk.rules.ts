@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EventPayload } from '@estate/contracts/events';
-import type { JobItemError, JobProgress, JobProgressCounts, JobState } from '@estate/contracts/jobs';
+import type { Job, JobItemError, JobProgress, JobProgressCounts, JobState } from '@estate/contracts/jobs';
 import type { AppError } from '@estate/platform/errors';
 
 /** Bulk writes, and reading their jobs, are for the roles that write listings. */
@@ -49,6 +49,24 @@ export function submittedCommand(job: {
     jobId: job.id,
     version: 1,
     occurredAt: job.createdAt,
+  };
+}
+
+/** A job's `version`: 1 while it is open (its queue command), 2 once it has ended (it ends once). */
+export const ENDED_JOB_VERSION = 2;
+
+/**
+ * The event that says a job ended, written with the write that ends it. Its event id is fixed per
+ * job, so however often the relay repeats it, subscribers see it once.
+ */
+export function completedEvent(job: Job, accountId: string): EventPayload<'listings.bulk-job.completed'> {
+  return {
+    eventId: `${job.id}:completed`,
+    accountId,
+    jobId: job.id,
+    version: ENDED_JOB_VERSION,
+    occurredAt: job.finishedAt ?? job.createdAt,
+    job,
   };
 }
 

@@ -67,7 +67,15 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   const reindex = new ReindexService({ listings, index });
   const upserts = new ListingUpsertService({ writes: service, listings });
   const bulk = new BulkService({ jobs, outbox: relay, clock, log });
-  const bulkWorker = new BulkWorker({ jobs, upserts, bus: deps.bus, clock, log, transaction: deps.transaction });
+  const bulkWorker = new BulkWorker({
+    jobs,
+    upserts,
+    bus: deps.bus,
+    clock,
+    log,
+    outbox: relay,
+    transaction: deps.transaction,
+  });
   const indexer = new SearchIndexerSubscriber({ bus: deps.bus, index, log });
   const mediaSummary = new MediaSummarySubscriber({ bus: deps.bus, listings, outbox: relay, clock, log });
   return {

@@ -39,6 +39,10 @@ describe('bulk create-or-update as tracked jobs (listings service, embedded adap
 
   afterEach(() => h.close());
 
+  /** The `listings.bulk-job.completed` events published about a job. */
+  const completions = (jobId: string) =>
+    h.events.flatMap((e) => (e.subject === 'listings.bulk-job.completed' && e.payload.jobId === jobId ? [e] : []));
+
   describe('with a running worker', () => {
     beforeEach(async () => {
       h = await ListingsHarness.start();
@@ -297,6 +301,7 @@ describe('bulk create-or-update as tracked jobs (listings service, embedded adap
 
     it("ends a job whose every item fails as failed, with each item's error", async () => {
       const job = await submitAndWait([{ id: 'lst_gone', status: 'closed' }, { pricing: { listPrice: 1 } }]);
+      expect(completions(job.id).map((e) => e.payload.job)).toEqual([job]);
       expect(job).toMatchObject({
         state: 'failed',
         progress: { total: 2, processed: 2, succeeded: 0, failed: 2 },
@@ -341,7 +346,41 @@ describe('bulk create-or-update as tracked jobs (listings service, embedded adap
         [1, 'internal_error'],
       ]);
       expect(h.progress.filter((p) => p.jobId === jobId).pop()?.state).toBe('failed');
+      await h.runtime.relay.flush();
+      expect(completions(jobId).map((e) => e.payload.job)).toEqual([job]);
       expect(await total()).toBe(0);
+    });
+
+    it("publishes the job's end once, with its counts, from the same write that ends it (also when the relay was down)", async () => {
+      const jobs = await BulkJobRepository.open(h.store);
+      // The relay down: the job's command waits in the outbox too, and the test hands it to the worker.
+      await h.runtime.relay.stop();
+      const { jobId } = (await bulk([listingBody(), { pricing: { listPrice: 1 } }])).json();
+      await h.runtime.bulkWorker.run(commandFor(jobId), 1);
+      // Ended, and nothing published yet: the event waits in the job's outbox, as after a crash here.
+      const job = await getJob(jobId);
+      expect(job).toMatchObject({ state: 'partially_failed', progress: { total: 2, succeeded: 1, failed: 1 } });
+      expect(completions(jobId)).toEqual([]);
+      const stored = await jobs.collection.findOne({ id: jobId });
+      expect(stored).toMatchObject({ _outboxPending: true, version: 2 });
+      expect(stored?._outbox?.map((e) => e.subject)).toEqual([
+        'listings.bulk-job.submitted',
+        'listings.bulk-job.completed',
+      ]);
+
+      await h.runtime.relay.flush();
+      await h.runtime.relay.flush();
+      const [completed, ...more] = completions(jobId);
+      expect(more).toEqual([]);
+      expect(completed.payload).toEqual({
+        eventId: `${jobId}:completed`,
+        accountId: alice.accountId,
+        jobId,
+        version: 2,
+        occurredAt: job.finishedAt,
+        job,
+      });
+      expect(await jobs.collection.findOne({ id: jobId })).toMatchObject({ _outboxPending: false, _outbox: [] });
     });
   });
 

@@ -18,11 +18,12 @@ export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 export const alice = identityFor('acc_alice');
 export const bob = identityFor('acc_bob');
 
-/** The events the listings service publishes about listings. */
+/** The events the listings service publishes about listings and the end of bulk jobs. */
 export const listingSubjects = [
   'listings.listing.created',
   'listings.listing.updated',
   'listings.listing.deleted',
+  'listings.bulk-job.completed',
 ] as const;
 
 /**

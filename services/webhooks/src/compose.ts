@@ -1,5 +1,5 @@
 import type { Bus } from '@estate/bus';
-import type { DocumentStore } from '@estate/store';
+import type { DocumentStore, Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import { ReceiverClient } from './clients/receiver.client';
 import type { ResourceReader } from './clients/resources.client';
@@ -34,8 +34,8 @@ export const defaultWebhooksOptions: WebhooksOptions = {
   allowPrivateTargets: false,
   retryScheduleMs: DEFAULT_RETRY_SCHEDULE_MS,
   leaseMs: 60_000,
-  concurrency: 64,
-  endpointConcurrency: 4,
+  concurrency: 256,
+  endpointConcurrency: 16,
   pollMs: 500,
   feedSettleMs: 1000,
 };
@@ -60,6 +60,8 @@ export async function composeWebhooks(deps: {
   secretKey: string;
   clock?: () => Date;
   options?: Partial<WebhooksOptions>;
+  /** The store's transaction, where it has one (SQLite): an event's feed entries and deliveries then commit together. */
+  transaction?: Transaction;
 }): Promise<WebhooksRuntime> {
   const options = { ...defaultWebhooksOptions, ...deps.options };
   const log = deps.log.child({ service: 'webhooks' });
@@ -94,9 +96,10 @@ export async function composeWebhooks(deps: {
     endpoints: endpointRepo,
     deliveries: deliveryRepo,
     resources: deps.resources,
-    onQueued,
+    dispatcher: worker,
     clock,
     log,
+    transaction: deps.transaction,
   });
   const subscriber = new DomainEventsSubscriber({ bus: deps.bus, intake });
   const retention = new RetentionWorker({ feed: feedRepo, deliveries: deliveryRepo, clock, log });

@@ -6,6 +6,9 @@ import type { DeliveryDoc, DeliveryRepository } from './repositories/delivery.re
 import type { EndpointRepository } from './repositories/endpoint.repository';
 import type { SecretBox } from './secrets.rules';
 
+/** Opened secrets kept in memory, at most (the endpoints of a busy process). */
+const OPENED_KEPT = 10_000;
+
 /**
  * One attempt of one claimed delivery: signed as the Standard Webhooks specification says
  * (`webhook-id`, `webhook-timestamp`, `webhook-signature`), posted, and its outcome recorded —
@@ -13,6 +16,9 @@ import type { SecretBox } from './secrets.rules';
  * failing for five days is disabled.
  */
 export class DeliveryAttemptService {
+  /** Secrets opened already, by their sealed form (a rotation seals a new one): no decryption per attempt. */
+  private readonly opened = new Map<string, string>();
+
   constructor(
     private readonly deps: {
       endpoints: EndpointRepository;
@@ -35,7 +41,7 @@ export class DeliveryAttemptService {
       return;
     }
     const sentAt = this.deps.clock();
-    const signature = new Webhook(this.deps.secrets.open(endpoint.secretSealed)).sign(doc.eventId, sentAt, doc.body);
+    const signature = new Webhook(this.secretOf(endpoint.secretSealed)).sign(doc.eventId, sentAt, doc.body);
     const answer = await this.deps.receiver.post(endpoint.url, doc.body, {
       'webhook-id': doc.eventId,
       'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
@@ -78,5 +84,15 @@ export class DeliveryAttemptService {
       await this.deps.endpoints.disable(endpoint.id, 'Every delivery failed for 5 days', now.toISOString());
       this.deps.log.warn({ webhookId: endpoint.id }, 'webhook endpoint disabled after failing for 5 days');
     }
+  }
+
+  private secretOf(sealed: string): string {
+    let secret = this.opened.get(sealed);
+    if (secret === undefined) {
+      secret = this.deps.secrets.open(sealed);
+      if (this.opened.size >= OPENED_KEPT) this.opened.clear();
+      this.opened.set(sealed, secret);
+    }
+    return secret;
   }
 }

@@ -1,17 +1,38 @@
 import { randomUUID } from 'node:crypto';
 import type { BusMessage } from '@estate/bus';
 import type { EventEnvelope } from '@estate/contracts/webhooks';
+import type { Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import type { ResourceReader } from './clients/resources.client';
-import { mediaEventType, planEvents, subscribes, type ConsumedSubject, type PlannedEvent } from './event.rules';
-import { deliveryId, type DeliveryRepository } from './repositories/delivery.repository';
+import {
+  deliverySeq,
+  mediaEventType,
+  planEvents,
+  subscribes,
+  type ConsumedSubject,
+  type PlannedEvent,
+} from './event.rules';
+import { deliveryId, type DeliveryDoc, type DeliveryRepository } from './repositories/delivery.repository';
 import type { EndpointRepository } from './repositories/endpoint.repository';
 import type { FeedRepository } from './repositories/feed.repository';
+import type { DeliveryWorker, Reservation } from './workers/delivery.worker';
+
+interface Reserved {
+  doc: DeliveryDoc;
+  reservation: Reservation;
+}
+
+/** How the intake hands deliveries to this process's worker (see `DeliveryWorker`). */
+export type Dispatcher = Pick<DeliveryWorker, 'reserve' | 'dispatch' | 'cancel' | 'queued'>;
 
 /**
  * Turns each domain event into client events: appended to the account's feed, and queued as a
  * delivery to every enabled endpoint of the account that subscribes to the type. Idempotent: ids
  * are derived from the domain event, so a redelivered event adds nothing.
+ *
+ * A delivery this process has room to send is stored already claimed and sent as soon as it is
+ * stored, without waiting for a poll; the others are stored due now for whichever worker is free.
+ * Where the store has transactions (embedded), one event's feed entries and deliveries are one commit.
  */
 export class EventIntakeService {
   constructor(
@@ -20,49 +41,71 @@ export class EventIntakeService {
       endpoints: EndpointRepository;
       deliveries: DeliveryRepository;
       resources: ResourceReader;
-      /** Wakes the delivery worker when deliveries were queued. */
-      onQueued: () => void;
+      dispatcher: Dispatcher;
       clock: () => Date;
       log: Logger;
+      transaction?: Transaction;
     },
   ) {}
 
   async handle(message: BusMessage<ConsumedSubject>): Promise<void> {
-    let queued = 0;
-    for (const plan of planEvents(message)) {
+    const envelopes: { envelope: EventEnvelope; seq: string }[] = [];
+    for (const [place, plan] of planEvents(message).entries()) {
       const envelope = await this.resolve(plan);
-      if (!envelope) continue;
-      await this.deps.feed.append(envelope, this.deps.clock());
-      queued += await this.fanOut(envelope);
+      if (envelope) envelopes.push({ envelope, seq: deliverySeq(plan.ordinal, place) });
     }
-    if (queued > 0) this.deps.onQueued();
+    if (envelopes.length === 0) return;
+    const endpoints = await this.deps.endpoints.enabledOf(message.payload.accountId);
+    const reserved: Reserved[] = [];
+    const queued = new Set<string>();
+    const record = async (): Promise<void> => {
+      const now = this.deps.clock();
+      for (const { envelope, seq } of envelopes) {
+        await this.deps.feed.append(envelope, now);
+        const body = JSON.stringify(envelope);
+        for (const endpoint of endpoints) {
+          if (!subscribes(endpoint.events, envelope.type)) continue;
+          const doc = this.delivery(envelope, endpoint.id, body, seq, now);
+          // Sent by this process at once, unless an earlier delivery of the resource is on its way.
+          const reservation = (await this.deps.deliveries.holdsBack(doc))
+            ? null
+            : this.deps.dispatcher.reserve(doc.webhookId, doc.resource);
+          if (reservation) Object.assign(doc, { lease: reservation.lease, nextAttemptAt: reservation.leaseUntil });
+          if (!(await this.deps.deliveries.enqueue(doc))) {
+            if (reservation) this.deps.dispatcher.cancel(reservation);
+          } else if (reservation) reserved.push({ doc, reservation });
+          else queued.add(doc.webhookId);
+        }
+      }
+    };
+    try {
+      if (this.deps.transaction) await this.deps.transaction(record);
+      else await record();
+    } catch (err) {
+      // Rolled back, or partly stored and retried with the event: nothing of it is sent from here.
+      for (const { reservation } of reserved) this.deps.dispatcher.cancel(reservation);
+      throw err;
+    }
+    for (const { doc, reservation } of reserved) this.deps.dispatcher.dispatch(doc, reservation);
+    for (const webhookId of queued) this.deps.dispatcher.queued(webhookId);
   }
 
-  /** Queues one event to every subscribed enabled endpoint of its account; how many were new. */
-  async fanOut(envelope: EventEnvelope): Promise<number> {
-    const endpoints = (await this.deps.endpoints.enabledOf(envelope.accountId)).filter((e) =>
-      subscribes(e.events, envelope.type),
-    );
-    const now = this.deps.clock().toISOString();
-    const body = JSON.stringify(envelope);
-    let queued = 0;
-    for (const endpoint of endpoints) {
-      const added = await this.deps.deliveries.enqueue({
-        id: deliveryId(endpoint.id, envelope.id),
-        accountId: envelope.accountId,
-        webhookId: endpoint.id,
-        eventId: envelope.id,
-        eventType: envelope.type,
-        resource: resourceOf(envelope),
-        body,
-        state: 'pending',
-        attempts: 0,
-        nextAttemptAt: now,
-        createdAt: now,
-      });
-      if (added) queued++;
-    }
-    return queued;
+  private delivery(envelope: EventEnvelope, webhookId: string, body: string, seq: string, now: Date): DeliveryDoc {
+    const at = now.toISOString();
+    return {
+      id: deliveryId(webhookId, envelope.id),
+      accountId: envelope.accountId,
+      webhookId,
+      eventId: envelope.id,
+      eventType: envelope.type,
+      resource: resourceOf(envelope),
+      seq,
+      body,
+      state: 'pending',
+      attempts: 0,
+      nextAttemptAt: at,
+      createdAt: at,
+    };
   }
 
   /** The envelope with `data` as `GET` answers it; null when the resource is gone or has nothing to report. */

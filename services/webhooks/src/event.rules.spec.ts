@@ -41,6 +41,18 @@ describe('client events from domain events', () => {
     ]);
   });
 
+  it('maps an ended bulk job to job.completed with the job as data', () => {
+    const job = {
+      id: 'job_1',
+      state: 'partially_failed',
+      progress: { total: 2, processed: 2, succeeded: 1, failed: 1 },
+    };
+    const [plan, ...more] = planEvents(message('listings.bulk-job.completed', { jobId: 'job_1', job }));
+    expect(more).toEqual([]);
+    expect(plan).toMatchObject({ type: 'job.completed', source: { kind: 'inline', data: job } });
+    expect(plan.id).toBe(clientEventId('e1', 'job.completed'));
+  });
+
   it('matches subscriptions', () => {
     expect(subscribes(['*'], 'lead.created')).toBe(true);
     expect(subscribes(['lead.created'], 'lead.created')).toBe(true);

@@ -5,7 +5,12 @@ import type { EventType } from '@estate/contracts/webhooks';
 
 /** The domain events this service turns into client events (section 8: every durable event, no commands). */
 export const consumedSubjects = {
-  listings: ['listings.listing.created', 'listings.listing.updated', 'listings.listing.deleted'],
+  listings: [
+    'listings.listing.created',
+    'listings.listing.updated',
+    'listings.listing.deleted',
+    'listings.bulk-job.completed',
+  ],
   media: ['media.media.changed'],
   leads: [
     'leads.lead.created',
@@ -31,6 +36,19 @@ export interface PlannedEvent {
   accountId: string;
   createdAt: string;
   source: DataSource;
+  /**
+   * Where the event stands among the events of its resource: the entity's version after the change
+   * (an activity: its lead's), the same however late or by which replica the event is processed.
+   */
+  ordinal: number;
+}
+
+/**
+ * Orders one resource's deliveries to one endpoint: the event's ordinal, then its place among the
+ * client events of its domain event (a status change's `lead.updated` before its `lead.status_changed`).
+ */
+export function deliverySeq(ordinal: number, place: number): string {
+  return `${String(ordinal).padStart(12, '0')}.${String(place).padStart(3, '0')}`;
 }
 
 /** The client event id of one client event made from one domain event. */
@@ -40,7 +58,7 @@ export function clientEventId(domainEventId: string, type: string, part = ''): s
 }
 
 function planned(
-  m: { payload: { eventId: string; accountId: string; occurredAt: string } },
+  m: { payload: { eventId: string; accountId: string; occurredAt: string; version: number; leadVersion?: number } },
   type: PlannedEvent['type'],
   source: DataSource,
   part = '',
@@ -51,6 +69,7 @@ function planned(
     accountId: m.payload.accountId,
     createdAt: m.payload.occurredAt,
     source,
+    ordinal: m.payload.leadVersion ?? m.payload.version,
   };
 }
 
@@ -72,6 +91,9 @@ export function planEvents(m: BusMessage<ConsumedSubject>): PlannedEvent[] {
           data: { id: m.payload.listingId, deleted: true, version: m.payload.version },
         }),
       ];
+    case 'listings.bulk-job.completed':
+      // Any final state: the job as `GET /v1/jobs/:id` answers it, with its counts.
+      return [planned(m, 'job.completed', { kind: 'inline', data: m.payload.job })];
     case 'media.media.changed':
       if (m.payload.change !== 'processed') return [];
       return m.payload.mediaIds.map((mediaId) =>

@@ -1,4 +1,5 @@
 import type { Bus } from '@estate/bus';
+import type { Job } from '@estate/contracts/jobs';
 import type { Lead, LeadEventView } from '@estate/contracts/leads';
 import type { Listing } from '@estate/contracts/listings';
 import type { Media } from '@estate/contracts/media';
@@ -133,5 +134,34 @@ export async function mediaProcessed(bus: Bus, shelf: ResourceShelf, accountId: 
     change: 'processed',
     mediaIds: [item.id],
     summary: { photoCount: 1, primaryPhoto: null, virtualTours: [] },
+  });
+}
+
+/** An ended bulk job as `GET /v1/jobs/:id` answers it. */
+export function endedJob(id: string): Job {
+  return {
+    id,
+    type: 'listings.bulk_upsert',
+    state: 'partially_failed',
+    progress: { total: 2, processed: 2, succeeded: 1, failed: 1 },
+    results: [{ index: 0, id: 'lst_bulk_1', action: 'created' }],
+    errors: [
+      { index: 1, code: 'validation_failed', message: 'pricing.listPrice: required', path: 'pricing.listPrice' },
+    ],
+    createdAt: at,
+    startedAt: at,
+    finishedAt: at,
+  };
+}
+
+/** What the listings service publishes when a bulk job ends. */
+export async function jobCompleted(bus: Bus, accountId: string, job: Job): Promise<void> {
+  await bus.publish('listings.bulk-job.completed', {
+    eventId: `${job.id}:completed`,
+    accountId,
+    jobId: job.id,
+    version: 2,
+    occurredAt: job.finishedAt ?? at,
+    job,
   });
 }

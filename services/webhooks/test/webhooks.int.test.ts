@@ -1,6 +1,17 @@
 import { eventually, WebhookReceiver } from '@estate/testing';
+import { deliverySeq } from '../src/event.rules';
 import { DELIVERIES_COLLECTION, deliveryId, type DeliveryDoc } from '../src/repositories/delivery.repository';
-import { listing, listingDeleted, listingEvent, lead, leadEvent, image, mediaProcessed } from './fixtures';
+import {
+  endedJob,
+  image,
+  jobCompleted,
+  lead,
+  leadEvent,
+  listing,
+  listingDeleted,
+  listingEvent,
+  mediaProcessed,
+} from './fixtures';
 import { admin, agent, integration, log, otherAdmin, startWebhooks, tempDir, type WebhooksHarness } from './harness';
 import { MemoryBus } from '@estate/bus/memory.bus';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
@@ -140,6 +151,7 @@ describe('deliveries', () => {
     await leadEvent(h.bus, h.shelf, admin.accountId, 'leads.lead.updated', lead('led_1', 2, 'contacted'), ['status']);
     await mediaProcessed(h.bus, h.shelf, admin.accountId, image('med_1', 'lst_2', 'ready'));
     await mediaProcessed(h.bus, h.shelf, admin.accountId, image('med_2', 'lst_2', 'failed'));
+    await jobCompleted(h.bus, admin.accountId, endedJob('job_1'));
 
     const types = [
       'listing.created',
@@ -150,6 +162,7 @@ describe('deliveries', () => {
       'lead.status_changed',
       'media.ready',
       'media.failed',
+      'job.completed',
     ];
     const all = await eventually(() => {
       const got = receiver.verified('all');
@@ -162,6 +175,7 @@ describe('deliveries', () => {
     expect(byType['lead.status_changed'].data).toMatchObject({ id: 'led_1', status: 'contacted', version: 2 });
     expect(byType['media.ready'].data).toMatchObject({ id: 'med_1', status: 'ready' });
     expect(byType['media.failed'].data).toMatchObject({ id: 'med_2', status: 'failed' });
+    expect(byType['job.completed'].data).toEqual(endedJob('job_1'));
     for (const d of all) expect(d.headers['webhook-id']).toBe(d.event!.id);
 
     await eventually(() =>
@@ -382,6 +396,79 @@ describe('deliveries', () => {
       expect(receiver.verified('shared')).toHaveLength(60);
     } finally {
       await second?.close();
+      remove();
+    }
+  });
+
+  it("keeps one resource's deliveries to an endpoint in order across two replicas, also past a failed attempt", async () => {
+    const { dir, remove } = tempDir();
+    const bus = new MemoryBus(log, 5);
+    let second: WebhooksHarness | undefined;
+    try {
+      // Both replicas share the store and the consumer (the bus hands them the events in turn).
+      h = await startWebhooks({ store: SqliteDocumentStore.open(`${dir}/webhooks.sqlite`), bus });
+      second = await startWebhooks({ store: SqliteDocumentStore.open(`${dir}/webhooks.sqlite`), bus });
+      const { id } = await register('ordered', ['listing.updated']);
+      // The receiver fails the first attempt of version 1: the later versions wait for its retry.
+      receiver.answer((d, attempt) => (d.event?.data.version === 1 && attempt === 1 ? 500 : 200));
+      for (let version = 1; version <= 6; version++)
+        await listingEvent(bus, admin.accountId, 'listings.listing.updated', listing('lst_o', version));
+      const ok = await eventually(() => {
+        const got = receiver.verified('ordered');
+        expect(got.filter((d) => d.event!.data.version === 1)).toHaveLength(2);
+        expect(new Set(got.map((d) => d.event!.id)).size).toBe(6);
+        return got.slice(1);
+      });
+      // The failed attempt first, then every version once, in order.
+      expect(receiver.verified('ordered')[0].event!.data.version).toBe(1);
+      expect(ok.map((d) => d.event!.data.version)).toEqual([1, 2, 3, 4, 5, 6]);
+      const sent = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries?limit=10`)).json();
+      expect(sent.items.map((d: { state: string }) => d.state)).toEqual(Array(6).fill('succeeded'));
+    } finally {
+      await second?.close();
+      remove();
+    }
+  });
+
+  it('holds a delivery back while an earlier one of its resource is being sent by another replica', async () => {
+    const { dir, remove } = tempDir();
+    try {
+      h = await startWebhooks({ store: SqliteDocumentStore.open(`${dir}/webhooks.sqlite`) });
+      const { id } = await register('held', ['listing.updated']);
+      // What another replica leaves while it sends version 1: a pending delivery claimed for a moment more.
+      const deliveries = await h.store.collection<DeliveryDoc>(DELIVERIES_COLLECTION);
+      const now = Date.now();
+      const first = {
+        id: 'evt_held_1',
+        type: 'listing.updated',
+        createdAt: new Date(now).toISOString(),
+        accountId: admin.accountId,
+        data: listing('lst_h', 1),
+      };
+      await deliveries.insertOne({
+        id: deliveryId(id, first.id),
+        accountId: admin.accountId,
+        webhookId: id,
+        eventId: first.id,
+        eventType: first.type,
+        resource: 'listing:lst_h',
+        seq: deliverySeq(1, 0),
+        body: JSON.stringify(first),
+        state: 'pending',
+        attempts: 0,
+        nextAttemptAt: new Date(now + 1500).toISOString(),
+        lease: 'other-replica',
+        createdAt: new Date(now).toISOString(),
+      });
+      await listingEvent(h.bus, admin.accountId, 'listings.listing.updated', listing('lst_h', 2));
+      const got = await eventually(() => {
+        expect(receiver.verified('held')).toHaveLength(2);
+        return receiver.verified('held');
+      });
+      // Version 2 waited for version 1, sent once its claim ran out.
+      expect(got.map((d) => d.event!.data.version)).toEqual([1, 2]);
+      expect(got[0].receivedAt).toBeGreaterThanOrEqual(now + 1400);
+    } finally {
       remove();
     }
   });

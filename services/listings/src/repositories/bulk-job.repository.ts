@@ -1,7 +1,8 @@
 import type { Role } from '@estate/contracts/accounts';
 import type { Job, JobItemError, JobItemResult, JobProgressCounts, JobState, JobType } from '@estate/contracts/jobs';
-import { withoutOutbox, type OutboxDoc } from '@estate/bus';
+import { outboxEntry, updateWithOutbox, withoutOutbox, type OutboxDoc } from '@estate/bus';
 import { findOwned, type DocumentCollection, type DocumentStore } from '@estate/store';
+import { completedEvent, ENDED_JOB_VERSION } from '../bulk.rules';
 
 export const BULK_JOBS_COLLECTION = 'bulk_jobs';
 /**
@@ -165,34 +166,49 @@ export class BulkJobRepository {
     );
   }
 
-  /** Ends a job this owner holds. */
-  async finish(id: string, owner: string, state: JobState, now: Date): Promise<BulkJobDoc | null> {
-    return this.collection.updateOne(
-      { id, state: 'running', 'lease.owner': owner },
-      { $set: { state, finishedAt: now.toISOString() }, $unset: { lease: true } },
-    );
+  /**
+   * Ends a job this owner holds, where `job` left it, with the event that says so (`job.completed`
+   * for clients) in the same write: the relay publishes it, also after a crash right after this write.
+   */
+  async finish(job: BulkJobDoc, owner: string, state: JobState, now: Date): Promise<BulkJobDoc | null> {
+    return this.end(job, owner, { ...toJob(job), state, finishedAt: now.toISOString() });
   }
 
-  /** Fails every item from `from` on at once and ends the job (a job that kept failing for reasons of its own). */
+  /** Fails every item from `processed` on at once and ends the job (a job that kept failing for reasons of its own). */
   async abandon(
-    doc: BulkJobDoc,
+    job: BulkJobDoc,
     owner: string,
     errors: JobItemError[],
     state: JobState,
     now: Date,
   ): Promise<BulkJobDoc | null> {
+    return this.end(job, owner, {
+      ...toJob(job),
+      errors: [...job.errors, ...errors],
+      progress: { ...job.progress, processed: job.progress.total, failed: job.progress.failed + errors.length },
+      state,
+      finishedAt: now.toISOString(),
+    });
+  }
+
+  private end(job: BulkJobDoc, owner: string, ended: Job): Promise<BulkJobDoc | null> {
+    const event = outboxEntry('listings.bulk-job.completed', completedEvent(ended, job.accountId), job.requestId);
     return this.collection.updateOne(
-      { id: doc.id, state: 'running', 'lease.owner': owner, 'progress.processed': doc.progress.processed },
-      {
-        $set: {
-          errors: [...doc.errors, ...errors],
-          'progress.processed': doc.progress.total,
-          'progress.failed': doc.progress.failed + errors.length,
-          state,
-          finishedAt: now.toISOString(),
+      { id: job.id, state: 'running', 'lease.owner': owner, 'progress.processed': job.progress.processed },
+      updateWithOutbox(
+        {
+          $set: {
+            state: ended.state,
+            progress: ended.progress,
+            errors: ended.errors,
+            finishedAt: ended.finishedAt,
+            // The relay clears an entry only at the version it read: a job's two events never mix.
+            version: ENDED_JOB_VERSION,
+          },
+          $unset: { lease: true },
         },
-        $unset: { lease: true },
-      },
+        event,
+      ),
     );
   }
 

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Identity } from '@estate/contracts/accounts';
 import type { EventPayload } from '@estate/contracts/events';
 import { jobProgressSubject, type JobItemError, type JobState } from '@estate/contracts/jobs';
-import { RetryLater, Unprocessable, type Bus, type Subscription } from '@estate/bus';
+import { RetryLater, Unprocessable, type Bus, type OutboxRelay, type Subscription } from '@estate/bus';
 import type { RequestContext } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import type { Transaction } from '@estate/store';
@@ -27,6 +27,8 @@ export interface BulkWorkerDeps {
   bus: Bus;
   clock: () => Date;
   log: Logger;
+  /** The relay of the jobs' outbox: asked to publish a job's completion as soon as it is written. */
+  outbox?: Pick<OutboxRelay, 'kick'>;
   /** How long a job stays this worker's without a sign of life (renewed every third of it). */
   leaseMs?: number;
   /** JetStream ack wait of a job delivery (kept alive while the job runs). */
@@ -318,8 +320,9 @@ export class BulkWorker {
       log.info({ at: job.progress.processed }, 'bulk job handed back: the worker is stopping');
       throw new RetryLater('worker stopping; job handed back', 0);
     }
-    const finished = await this.deps.jobs.finish(jobId, this.owner, stateAfter(job.progress), this.deps.clock());
+    const finished = await this.deps.jobs.finish(job, this.owner, stateAfter(job.progress), this.deps.clock());
     if (!finished) throw new RetryLater(`bulk job ${jobId}: taken over before it could finish`, this.leaseMs);
+    this.deps.outbox?.kick();
     this.announce(finished);
     this.count(finished);
     log.info({ state: finished.state, ...finished.progress }, 'bulk job finished');
@@ -353,6 +356,7 @@ export class BulkWorker {
     const state: JobState = job.progress.succeeded === 0 ? 'failed' : 'partially_failed';
     const ended = await this.deps.jobs.abandon(job, this.owner, errors, state, this.deps.clock());
     if (ended) {
+      this.deps.outbox?.kick();
       this.announce(ended);
       this.count(ended);
     }

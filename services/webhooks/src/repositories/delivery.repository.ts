@@ -24,6 +24,12 @@ export interface DeliveryDoc {
   eventType: string;
   /** The resource the event is about (`listing:<id>`), to keep its deliveries to one endpoint in order. */
   resource?: string;
+  /**
+   * Orders the deliveries of one resource to one endpoint: the resource's version the event is about,
+   * then its place in its domain event (see `deliverySeq`). Deliveries without one (test events, and
+   * those queued before it was kept) never hold another back.
+   */
+  seq?: string;
   /** The envelope exactly as sent (the signature covers these bytes). */
   body: string;
   state: DeliveryState;
@@ -38,6 +44,10 @@ export interface DeliveryDoc {
 }
 
 const ORDER = { field: 'createdAt', direction: -1 } as const;
+/** Earlier pending deliveries of one resource to one endpoint looked at, at most (more only behind a failing receiver). */
+const HOLDERS_READ = 20;
+/** A pending delivery with fewer failed attempts than this holds back the later ones of its resource. */
+const HOLDING_ATTEMPTS = 2;
 
 export const deliveryId = (webhookId: string, eventId: string): string => `${webhookId}.${eventId}`;
 
@@ -49,6 +59,8 @@ export class DeliveryRepository {
       await store.collection<DeliveryDoc>(DELIVERIES_COLLECTION, [
         { fields: { state: 1, nextAttemptAt: 1 } },
         { fields: { webhookId: 1, createdAt: -1 } },
+        // The earlier deliveries of one resource to one endpoint still to be sent (see `holdsBack`).
+        { fields: { webhookId: 1, resource: 1, state: 1, seq: 1 } },
       ]),
     );
   }
@@ -74,6 +86,22 @@ export class DeliveryRepository {
       },
       { sort: { nextAttemptAt: 1 }, limit },
     );
+  }
+
+  /**
+   * Whether an earlier delivery of the same resource to the same endpoint is still to be sent: being
+   * attempted now (it holds a lease), not attempted yet, or waiting for its first retry (a blip at the
+   * receiver keeps the order). One that failed more often no longer holds later ones back: a receiver
+   * failing on one event must not stall the resource's later events for hours.
+   */
+  async holdsBack(doc: Pick<DeliveryDoc, 'webhookId' | 'resource' | 'seq' | 'id'>): Promise<boolean> {
+    if (!doc.resource || !doc.seq) return false;
+    // The index finds the earlier pending ones (usually none); which of them hold back is read here.
+    const earlier = await this.collection.find(
+      { webhookId: doc.webhookId, resource: doc.resource, state: 'pending', seq: { $lt: doc.seq } },
+      { limit: HOLDERS_READ },
+    );
+    return earlier.some((d) => d.attempts < HOLDING_ATTEMPTS || d.lease !== undefined);
   }
 
   /** Takes a due delivery for this process: null when another process took it first. */

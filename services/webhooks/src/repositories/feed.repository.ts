@@ -1,6 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { EventEnvelope } from '@estate/contracts/webhooks';
 import { DuplicateKeyError, type DocumentCollection, type DocumentStore } from '@estate/store';
+import { SequenceClock } from '../sequence.rules';
+
+export { positionAt } from '../sequence.rules';
 
 export const FEED_COLLECTION = 'feed_events';
 
@@ -11,16 +13,9 @@ export interface FeedDoc extends EventEnvelope {
   recordedAt: string;
 }
 
-const MS_DIGITS = 15;
-
-/** The first position recorded at `ms` or later: every position before it was recorded earlier. */
-export const positionAt = (ms: number): string => String(ms).padStart(MS_DIGITS, '0');
-
 export class FeedRepository {
   /** Positions taken by this process: strictly increasing, and unique across processes by the tag. */
-  private lastMs = 0;
-  private counter = 0;
-  private readonly tag = randomBytes(4).toString('hex');
+  private readonly positions = new SequenceClock();
 
   private constructor(readonly collection: DocumentCollection<FeedDoc>) {}
 
@@ -36,7 +31,7 @@ export class FeedRepository {
   /** Appends the event to its account's feed; false when it is there already (an event seen twice: same id). */
   async append(event: EventEnvelope, now: Date): Promise<boolean> {
     try {
-      await this.collection.insertOne({ ...event, pos: this.nextPosition(now), recordedAt: now.toISOString() });
+      await this.collection.insertOne({ ...event, pos: this.positions.next(now), recordedAt: now.toISOString() });
       return true;
     } catch (err) {
       if (err instanceof DuplicateKeyError) return false;
@@ -63,12 +58,5 @@ export class FeedRepository {
   /** Drops events recorded before `before` (the 30-day window). */
   purge(before: string): Promise<number> {
     return this.collection.deleteMany({ recordedAt: { $lt: before } });
-  }
-
-  private nextPosition(now: Date): string {
-    const ms = Math.max(now.getTime(), this.lastMs);
-    this.counter = ms === this.lastMs ? this.counter + 1 : 0;
-    this.lastMs = ms;
-    return `${positionAt(ms)}.${String(this.counter).padStart(6, '0')}.${this.tag}`;
   }
 }

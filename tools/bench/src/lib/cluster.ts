@@ -77,7 +77,12 @@ export const natsToolsAuth = (): { user?: string; pass?: string } =>
 export async function startDistributed(
   ctx: ScenarioContext,
   engines: Engines,
-  options: { rateLimitPerMinute: number; logLevel?: 'warn' | 'error' },
+  options: {
+    rateLimitPerMinute: number;
+    logLevel?: 'warn' | 'error';
+    /** Extra environment per service (e.g. `webhooks: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: '1' }`). */
+    env?: Partial<Record<(typeof SERVICES)[number], Record<string, string>>>;
+  },
 ): Promise<DistributedCluster> {
   const run = randomBytes(4).toString('hex');
   const root = resolve(__dirname, '..', '..', '..');
@@ -101,7 +106,14 @@ export async function startDistributed(
   const start = async (name: string, env: Record<string, string>) => {
     const port = await freePort();
     const child = spawn(process.execPath, [join(root, 'dist', 'services', name, 'main.js')], {
-      env: { ...common, ...natsUserEnv(name), ...env, PORT: String(port), MONGODB_DATABASE: database(name) },
+      env: {
+        ...common,
+        ...natsUserEnv(name),
+        ...env,
+        ...options.env?.[name as (typeof SERVICES)[number]],
+        PORT: String(port),
+        MONGODB_DATABASE: database(name),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let lines = 0;
