@@ -209,7 +209,9 @@ nats_start() {
 	nats_ensure_credentials
 	log "nats: starting $(nats-server --version 2>/dev/null) on $HOST:$NATS_PORT (JetStream store $RUN_DIR/nats, users from $NATS_CREDENTIALS)"
 	(
-		for user in $NATS_USERS; do export "$(nats_password_var "$user")=$(nats_password_of "$user")"; done
+		# nats-server parses a variable's value as configuration: quoted, a password is always a string
+		# (unquoted, a hex password such as 5e3a… is read as a malformed number and the server will not start).
+		for user in $NATS_USERS; do export "$(nats_password_var "$user")=\"$(nats_password_of "$user")\""; done
 		spawn "$RUN_DIR/logs/nats.log" "$RUN_DIR/pids/nats.pid" \
 			nats-server -c "$SCRIPT_DIR/nats-users.conf" -js -a "$HOST" -p "$NATS_PORT" -sd "$RUN_DIR/nats"
 	)

@@ -14,9 +14,10 @@ const WORKERS = 3;
 function natsUsers(): Record<string, string> | undefined {
   const services = ['gateway', 'listings', 'media', 'leads', 'webhooks'].map((s) => natsServiceCredentials(s));
   if (!process.env.NATS_USER || !process.env.NATS_PASSWORD || services.some((c) => !c)) return undefined;
+  // nats-server reads a variable's value as configuration: quoted, a password is always a string.
   return Object.fromEntries([
-    ['NATS_PASSWORD_TOOLS', process.env.NATS_PASSWORD],
-    ...services.map((c) => [`NATS_PASSWORD_${c!.NATS_USER.toUpperCase()}`, c!.NATS_PASSWORD]),
+    ['NATS_PASSWORD_TOOLS', `"${process.env.NATS_PASSWORD}"`],
+    ...services.map((c) => [`NATS_PASSWORD_${c!.NATS_USER.toUpperCase()}`, `"${c!.NATS_PASSWORD}"`]),
   ]);
 }
 
