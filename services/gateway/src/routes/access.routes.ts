@@ -66,7 +66,8 @@ export async function accessRoutes(app: FastifyInstance, { access }: { access: A
         operationId: 'revokeApiKey',
         summary: 'Revoke an API key, effective at once',
         params: idParams,
-        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errors },
+        // 409 `last_admin_key`: the account's only live admin key stays.
+        response: { 200: z.object({ id: z.string(), revoked: z.literal(true) }), ...errors, 409: problem },
       },
     },
     async (request) => {
