@@ -72,6 +72,26 @@ describe('rate limits under attack', () => {
     expect(await listingCount(edge)).toBe(0);
   });
 
+  it('spoofing X-Forwarded-For buys no fresh allowance; a proxy named in TRUST_PROXY is believed', async () => {
+    edge = await startProduct({ anonymousRateLimitPerMinute: 3 });
+    const from = (i: number) => ({ 'x-forwarded-for': `198.51.100.${i}` });
+    for (let i = 0; i < 3; i++)
+      expect((await edge.call(null, { url: '/v1/listings', headers: from(i) })).statusCode).toBe(401);
+    const spoofed = await edge.call(null, { url: '/v1/listings', headers: from(99) });
+    expect(spoofed.statusCode).toBe(429);
+    expectProblem(spoofed, 'rate_limited');
+    await edge.close();
+
+    // Behind a proxy of the operator's own (loopback here), each client it names counts on its own.
+    edge = await startProduct({ anonymousRateLimitPerMinute: 3, trustProxy: ['loopback'] });
+    for (let i = 0; i < 3; i++)
+      expect((await edge.call(null, { url: '/v1/listings', headers: from(1) })).statusCode).toBe(401);
+    expect((await edge.call(null, { url: '/v1/listings', headers: from(1) })).statusCode).toBe(429);
+    const other = await edge.call(null, { url: '/v1/listings', headers: from(2) });
+    expect(other.statusCode).toBe(401);
+    expect(other.headers['ratelimit-remaining']).toBe('2');
+  });
+
   it('flooding with a live key: limited per key wherever the requests come from, other keys unaffected', async () => {
     edge = await startProduct({ rateLimitPerMinute: 4 });
     const other = (

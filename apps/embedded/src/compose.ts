@@ -124,6 +124,7 @@ export async function composeEmbedded(
     bodyLimit: 5 * 1024 * 1024,
     requestTimeoutMs: config.requestTimeoutMs,
     publicBaseUrl: config.publicBaseUrl,
+    trustProxy: config.trustProxy,
     readiness: {
       bus: () => bus.ping(),
       ...listings.readiness,

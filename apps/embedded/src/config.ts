@@ -1,4 +1,4 @@
-import { envLogLevel, envLogPretty, envPort, envPublicBaseUrl, parseEnv } from '@estate/platform/config';
+import { envLogLevel, envLogPretty, envPort, envPublicBaseUrl, envTrustProxy, parseEnv } from '@estate/platform/config';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -11,6 +11,7 @@ const schema = z.object({
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().min(1).default(60),
   LOG_LEVEL: envLogLevel,
   PUBLIC_BASE_URL: envPublicBaseUrl,
+  TRUST_PROXY: envTrustProxy,
   LOG_PRETTY: envLogPretty,
   /** `1` lets webhook endpoints target http, private, loopback and link-local addresses (local development). */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: z.enum(['0', '1']).default('0'),
@@ -33,6 +34,8 @@ export interface EmbeddedConfig {
   logLevel: string;
   /** Where clients reach the API (PUBLIC_BASE_URL): URLs in answers and the document's server are absolute with it. */
   publicBaseUrl?: string;
+  /** Proxies allowed to name the client (TRUST_PROXY): a hop count or addresses; none when unset. */
+  trustProxy?: number | string[];
   /** Readable log lines (LOG_PRETTY); unset: readable on a terminal. */
   logPretty?: boolean;
   /** Webhook delivery settings (defaults: public https targets only, the standard retry schedule). */
@@ -53,6 +56,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     anonymousRateLimitPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE,
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
+    trustProxy: e.TRUST_PROXY,
     logPretty: e.LOG_PRETTY,
     webhooks: {
       allowPrivateTargets: e.WEBHOOKS_ALLOW_PRIVATE_TARGETS === '1',

@@ -5,6 +5,7 @@ import {
   envNatsNamespace,
   envPort,
   envPublicBaseUrl,
+  envTrustProxy,
   envSecret,
   envUrl,
 } from '@estate/platform/config';
@@ -37,6 +38,7 @@ export function serviceEnv(service: string, defaultPort: number) {
     LOG_LEVEL: envLogLevel,
     PUBLIC_BASE_URL: envPublicBaseUrl,
     LOG_PRETTY: envLogPretty,
+    TRUST_PROXY: envTrustProxy,
   });
 }
 
@@ -54,6 +56,7 @@ export function processConfig(e: ServiceEnv) {
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     logPretty: e.LOG_PRETTY,
+    trustProxy: e.TRUST_PROXY,
   };
 }
 
@@ -112,6 +115,7 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
       bodyLimit: spec.bodyLimit,
       readiness: { ...adapters.readiness, ...runtime.readiness },
       publicBaseUrl: config.publicBaseUrl,
+      trustProxy: config.trustProxy,
       openapi: { title: spec.title, merge: runtime.openapiSources },
     });
     if (!spec.edge) requireSignedIdentity(app, { secrets, callers: TRUSTED_CALLERS[spec.service] ?? {} });

@@ -35,6 +35,27 @@ export const envPublicBaseUrl = z
   .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.example.com' })
   .transform((u) => u.replace(/\/+$/, ''))
   .optional();
+/**
+ * TRUST_PROXY: which proxies in front of the process may say who the client is (`X-Forwarded-For`), for the
+ * client address the anonymous rate limit counts and the logs show. Unset: none, the TCP peer is the client. A
+ * number: that many hops. Otherwise a comma list of addresses, CIDR ranges or `loopback`, `linklocal`,
+ * `uniquelocal`.
+ */
+const PROXY_ENTRY = /^(loopback|linklocal|uniquelocal|[0-9a-fA-F.:]+(\/\d{1,3})?)$/;
+export const envTrustProxy = z
+  .string()
+  .transform((v): number | string[] =>
+    /^\d{1,2}$/.test(v.trim())
+      ? Number(v)
+      : v
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s.length > 0),
+  )
+  .refine((v) => typeof v === 'number' || (v.length > 0 && v.every((entry) => PROXY_ENTRY.test(entry))), {
+    message: 'a hop count, or a comma list of addresses, CIDR ranges, loopback, linklocal or uniquelocal',
+  })
+  .optional();
 /** LOG_PRETTY=1 for readable log lines, 0 for JSON; unset: readable on a terminal. */
 export const envLogPretty = z
   .enum(['0', '1', 'true', 'false'])

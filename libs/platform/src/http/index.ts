@@ -144,6 +144,8 @@ export interface HttpAppOptions {
   logger: Logger;
   /** Largest JSON body accepted, in bytes. */
   bodyLimit?: number;
+  /** Proxies allowed to name the client in `X-Forwarded-For` (TRUST_PROXY): a hop count or addresses; none when absent. */
+  trustProxy?: number | string[];
   /** A request whose headers or body have not all arrived by then is answered 408 and its connection closed (30 s). */
   requestTimeoutMs?: number;
   /** Where clients reach the API (PUBLIC_BASE_URL): image URLs in answers and the document's server are absolute with it. */
@@ -186,6 +188,11 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     // A slow client (slowloris, a stalled upload) cannot hold a connection: headers and body must all arrive in
     // time. Node checks open connections every connectionsCheckingInterval.
     requestTimeout: timeoutMs,
+    // Only named proxies may say who the client is: otherwise anyone could pick the address its requests count against.
+    trustProxy:
+      typeof options.trustProxy === 'number'
+        ? (_address: string, hop: number) => hop < (options.trustProxy as number)
+        : (options.trustProxy ?? false),
     http: {
       // A request line with an over-long query still reaches validation (422) rather than Node's 431.
       maxHeaderSize: MAX_HEADER_BYTES,
