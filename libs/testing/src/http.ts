@@ -1,5 +1,8 @@
 import type { Identity } from '@estate/contracts/accounts';
-import { bodyDigest, signRequest, type Caller, type requireSignedIdentity } from '@estate/platform/auth';
+import { bodyDigest, requireSignedIdentity, signRequest, type Caller } from '@estate/platform/auth';
+import { createHttpApp } from '@estate/platform/http';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { Logger } from 'pino';
 
 export const TEST_SIGNING_SECRET = 'test-signing-secret-0123456789abcdef-0123456789';
 
@@ -33,4 +36,44 @@ export function asCaller(
   caller: Caller = 'gateway',
 ): Record<string, string> {
   return signRequest(who, { caller, secret: TEST_SIGNING_SECRET, method, url, digest: bodyDigest(bytesOf(payload)) });
+}
+
+/** A request to a service under test as the gateway forwards it for `who`; `null` sends no identity at all. */
+export type ForwardedCall = (
+  who: Identity | null,
+  method: string,
+  url: string,
+  payload?: unknown,
+  headers?: Record<string, string>,
+) => Promise<LightMyRequestResponse>;
+
+/** {@link ForwardedCall} through `app.inject`, the body signed with the identity. */
+export function forwardedCall(app: FastifyInstance): ForwardedCall {
+  return (who, method, url, payload, headers = {}) =>
+    app.inject({
+      method: method as InjectOptions['method'],
+      url,
+      ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
+      headers: { ...(who ? asCaller(who, method, url, payload) : {}), ...headers },
+    });
+}
+
+/** A service's HTTP app as the distributed profile serves it: admitting only signed requests from the gateway. */
+export async function serveBehindGateway<R>(options: {
+  service: string;
+  log: Logger;
+  plugin: (app: FastifyInstance, options: { runtime: R }) => Promise<void>;
+  runtime: R;
+  /** Serve `/openapi.json` under this title. */
+  title?: string;
+}): Promise<FastifyInstance> {
+  const app = await createHttpApp({
+    service: options.service,
+    logger: options.log,
+    ...(options.title ? { openapi: { title: options.title } } : {}),
+  });
+  requireSignedIdentity(app, TEST_TRUST);
+  await app.register(options.plugin, { runtime: options.runtime });
+  await app.ready();
+  return app;
 }

@@ -1,15 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { MemoryBus } from '@estate/bus/memory.bus';
 import { type Bus, type BusMessage } from '@estate/bus';
-import type { Identity } from '@estate/contracts/accounts';
 import type { Subject } from '@estate/contracts/events';
 import type { Listing } from '@estate/contracts/listings';
-import { requireSignedIdentity } from '@estate/platform/auth';
-import { createHttpApp } from '@estate/platform/http';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { type DocumentStore } from '@estate/store';
-import { asCaller, identityFor, TEST_TRUST } from '@estate/testing';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } from '@estate/testing';
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { leadsApp } from '../src/app';
 import { composeLeads, type LeadsRuntime } from '../src/compose';
@@ -32,13 +29,7 @@ export interface LeadsHarness {
   store: DocumentStore;
   /** Everything the leads service published, in order (after `runtime.relay.flush()`). */
   events: BusMessage<(typeof leadSubjects)[number]>[];
-  call(
-    who: Identity | null,
-    method: string,
-    url: string,
-    payload?: unknown,
-    headers?: Record<string, string>,
-  ): Promise<LightMyRequestResponse>;
+  call: ForwardedCall;
   close(): Promise<void>;
 }
 
@@ -68,10 +59,7 @@ export async function startLeads(
   const transaction =
     store instanceof SqliteDocumentStore && options.transactions !== false ? store.transaction.bind(store) : undefined;
   const runtime = await composeLeads({ store, bus, log, clock: options.clock, transaction });
-  const app = await createHttpApp({ service: 'leads', logger: log, openapi: { title: 'Leads service' } });
-  requireSignedIdentity(app, TEST_TRUST);
-  await app.register(leadsApp, { runtime });
-  await app.ready();
+  const app = await serveBehindGateway({ service: 'leads', log, plugin: leadsApp, runtime, title: 'Leads service' });
   await runtime.start();
   return {
     app,
@@ -79,13 +67,7 @@ export async function startLeads(
     bus,
     store,
     events,
-    call: (who, method, url, payload, headers = {}) =>
-      app.inject({
-        method: method as InjectOptions['method'],
-        url,
-        ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
-        headers: { ...(who ? asCaller(who, method, url, payload) : {}), ...headers },
-      }),
+    call: forwardedCall(app),
     async close() {
       await app.close();
       await runtime.stop();

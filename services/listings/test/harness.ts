@@ -1,14 +1,11 @@
 import type { BusMessage } from '@estate/bus';
 import { MemoryBus } from '@estate/bus/memory.bus';
-import type { Identity } from '@estate/contracts/accounts';
 import type { JobProgress } from '@estate/contracts/jobs';
-import { requireSignedIdentity } from '@estate/platform/auth';
-import { createHttpApp } from '@estate/platform/http';
 import { MemoryListingIndex } from '@estate/search/memory-listing.index';
 import type { DocumentStore } from '@estate/store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { asCaller, identityFor, TEST_TRUST } from '@estate/testing';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } from '@estate/testing';
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { listingsApp } from '../src/app';
 import { composeListings, type ListingsRuntime } from '../src/compose';
@@ -61,20 +58,7 @@ export class ListingsHarness {
   }
 
   /** A request as the gateway forwards it for `who`; `null` sends no identity at all. */
-  call(
-    who: Identity | null,
-    method: string,
-    url: string,
-    payload?: unknown,
-    headers: Record<string, string> = {},
-  ): Promise<LightMyRequestResponse> {
-    return this.app.inject({
-      method: method as InjectOptions['method'],
-      url,
-      ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
-      headers: { ...(who ? asCaller(who, method, url, payload) : {}), ...headers },
-    });
-  }
+  call: ForwardedCall = (...args) => forwardedCall(this.app)(...args);
 
   async close(): Promise<void> {
     await this.app.close();
@@ -87,10 +71,7 @@ export class ListingsHarness {
     await this.bus.subscribe(listingSubjects, { durable: 'test' }, async (m) => void this.events.push(m));
     this.bus.listen('jobs.>', (data) => this.progress.push(data as JobProgress));
     this.runtime = await composeListings({ store: this.store, bus: this.bus, log, index: new MemoryListingIndex() });
-    this.app = await createHttpApp({ service: 'listings', logger: log });
-    requireSignedIdentity(this.app, TEST_TRUST);
-    await this.app.register(listingsApp, { runtime: this.runtime });
-    await this.app.ready();
+    this.app = await serveBehindGateway({ service: 'listings', log, plugin: listingsApp, runtime: this.runtime });
     if (start) await this.runtime.start();
   }
 }

@@ -4,15 +4,12 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Bus } from '@estate/bus';
 import { MemoryBus } from '@estate/bus/memory.bus';
-import type { Identity } from '@estate/contracts/accounts';
 import type { Lead } from '@estate/contracts/leads';
 import type { Media } from '@estate/contracts/media';
-import { requireSignedIdentity } from '@estate/platform/auth';
-import { createHttpApp } from '@estate/platform/http';
 import type { DocumentStore } from '@estate/store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { asCaller, identityFor, TEST_TRUST } from '@estate/testing';
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } from '@estate/testing';
+import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { webhooksApp } from '../src/app';
 import { composeWebhooks, type WebhooksOptions, type WebhooksRuntime } from '../src/compose';
@@ -52,13 +49,7 @@ export interface WebhooksHarness {
   bus: Bus;
   store: SqliteDocumentStore;
   shelf: ResourceShelf;
-  call(
-    who: Identity | null,
-    method: string,
-    url: string,
-    payload?: unknown,
-    headers?: Record<string, string>,
-  ): Promise<LightMyRequestResponse>;
+  call: ForwardedCall;
   close(): Promise<void>;
 }
 
@@ -99,10 +90,13 @@ export async function startWebhooks(
     clock: options.clock,
     options: { ...testOptions, ...options.options },
   });
-  const app = await createHttpApp({ service: 'webhooks', logger: log, openapi: { title: 'Webhooks service' } });
-  requireSignedIdentity(app, TEST_TRUST);
-  await app.register(webhooksApp, { runtime });
-  await app.ready();
+  const app = await serveBehindGateway({
+    service: 'webhooks',
+    log,
+    plugin: webhooksApp,
+    runtime,
+    title: 'Webhooks service',
+  });
   await runtime.start();
   return {
     app,
@@ -110,13 +104,7 @@ export async function startWebhooks(
     bus,
     store,
     shelf,
-    call: (who, method, url, payload, headers = {}) =>
-      app.inject({
-        method: method as InjectOptions['method'],
-        url,
-        ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
-        headers: { ...(who ? asCaller(who, method, url, payload) : {}), ...headers },
-      }),
+    call: forwardedCall(app),
     async close() {
       await app.close();
       await runtime.stop();
