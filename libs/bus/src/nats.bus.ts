@@ -2,8 +2,6 @@ import { subjects, streams, type EventPayload, type StreamName, type Subject } f
 import {
   AckPolicy,
   DeliverPolicy,
-  RetentionPolicy,
-  StorageType,
   jetstream,
   jetstreamManager,
   type ConsumerConfig,
@@ -33,6 +31,7 @@ import {
 } from './bus';
 import { metrics, reportBacklog } from '@estate/platform/metrics';
 import { KeyedScheduler } from './keyed-scheduler';
+import { desiredStream, Names, sameList, streamOf, versionAtLeast } from './nats-streams';
 
 export interface NatsBusOptions {
   log: Logger;
@@ -58,93 +57,19 @@ export interface NatsBusOptions {
   password?: string;
 }
 
-/**
- * Servers and credentials for a NATS connection from a URL list (`nats://host:4222`, comma-separated),
- * where a URL may carry `user:password@` (the client library does not read them from the URL).
- * Replies come to an inbox named after the user, so a server can keep each user to its own inbox.
- */
-export function natsConnectOptions(
-  url: string,
-  auth: { user?: string; password?: string } = {},
-): { servers: string[]; user?: string; pass?: string; inboxPrefix?: string } {
-  let user = auth.user;
-  let pass = auth.password;
-  const servers = url
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0)
-    .map((server) => {
-      const m = /^([a-z]+:\/\/)?([^/@]*)@(.*)$/i.exec(server);
-      if (!m) return server;
-      const [name, secret] = m[2].split(':');
-      user ??= decodeURIComponent(name);
-      if (secret !== undefined) pass ??= decodeURIComponent(secret);
-      return `${m[1] ?? ''}${m[3]}`;
-    });
-  return user ? { servers, user, pass, inboxPrefix: inboxPrefixOf(user) } : { servers };
-}
+import { natsConnectOptions } from './nats-connection';
 
-/** The reply inbox prefix of a NATS user: `_INBOX_<user>` (the server config allows each user only its own). */
-export const inboxPrefixOf = (user: string): string => `_INBOX_${user.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+export { inboxPrefixOf, natsConnectOptions } from './nats-connection';
 
 const REQUEST_ID = 'x-request-id';
 const DEFAULT_MAX_DELIVER = 8;
 const DEFAULT_ACK_WAIT_MS = 30_000;
 const MAX_BACKOFF_MS = 60_000;
-const EVENT_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
-const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 const PING_TIMEOUT_MS = 2000;
 /** Small, so that replicas share the work and prefetched messages do not sit out their ack wait. */
 const DEFAULT_PREFETCH = 4;
 /** nats.js's default pull request expiry (`consume()` without `expires`). */
 const DEFAULT_PULL_EXPIRES_MS = 30_000;
-
-/** The stream holding a subject (from the contracts). */
-function streamOf(subject: Subject): StreamName {
-  return subjects[subject].stream as StreamName;
-}
-
-/** Subject and stream names as they are on the server, for a namespace (or none). */
-class Names {
-  constructor(private readonly namespace?: string) {
-    if (namespace !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(namespace))
-      throw new Error(`invalid NATS namespace "${namespace}"`);
-  }
-  subject(s: string): string {
-    return this.namespace ? `${this.namespace}.${s}` : s;
-  }
-  local(s: string): string {
-    return this.namespace && s.startsWith(`${this.namespace}.`) ? s.slice(this.namespace.length + 1) : s;
-  }
-  stream(name: StreamName): string {
-    return this.namespace ? `${this.namespace}_${name}` : name;
-  }
-}
-
-function desiredStream(name: StreamName, names: Names): StreamConfig {
-  const def = streams[name] as { subjects: readonly string[]; workQueue: boolean };
-  return {
-    name: names.stream(name),
-    subjects: def.subjects.map((x) => names.subject(x)),
-    retention: def.workQueue ? RetentionPolicy.Workqueue : RetentionPolicy.Limits,
-    storage: StorageType.File,
-    // A work queue keeps a job until it is acknowledged; event streams keep a week of history.
-    max_age: def.workQueue ? 0 : nanos(EVENT_MAX_AGE_MS),
-    duplicate_window: nanos(DUPLICATE_WINDOW_MS),
-  } as StreamConfig;
-}
-
-/** True when the server version is at least `min` (semver, `x.y.z`). */
-function versionAtLeast(version: string | undefined, min: [number, number, number]): boolean {
-  const parts = (version ?? '0.0.0').split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
-  for (let i = 0; i < 3; i++) {
-    if ((parts[i] ?? 0) !== min[i]) return (parts[i] ?? 0) > min[i];
-  }
-  return true;
-}
-
-const sameList = (a: readonly string[] = [], b: readonly string[] = []) =>
-  a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
 
 interface Running {
   stop(): Promise<void>;
