@@ -8,6 +8,10 @@ const CANDIDATES = 64;
 /** Held-back pairs remembered at most (one held behind another replica's delivery waits for the poll anyway). */
 const WAITING_KEPT = 10_000;
 
+/** The key of an endpoint and resource pair, whose deliveries go one at a time and in order. */
+const pairOf = (webhookId: string, resource: string | undefined): string | undefined =>
+  resource ? `${webhookId} ${resource}` : undefined;
+
 export interface DeliveryWorkerOptions {
   /** Deliveries in flight at once in this process. */
   concurrency: number;
@@ -99,7 +103,7 @@ export class DeliveryWorker {
    */
   reserve(webhookId: string, resource: string | undefined): Reservation | null {
     const { concurrency, endpointConcurrency, leaseMs } = this.deps.options;
-    const pair = resource ? `${webhookId} ${resource}` : undefined;
+    const pair = pairOf(webhookId, resource);
     if (
       this.stopped ||
       this.inFlight >= concurrency ||
@@ -189,7 +193,7 @@ export class DeliveryWorker {
     let started = 0;
     const kept: DeliveryDoc[] = [];
     for (const doc of this.candidates) {
-      const resource = doc.resource ? `${doc.webhookId} ${doc.resource}` : undefined;
+      const resource = pairOf(doc.webhookId, doc.resource);
       if (
         this.stopped ||
         this.inFlight >= concurrency ||
