@@ -4,6 +4,7 @@
  * is generated from this catalog and the subject map; a test checks every example against its schema.
  */
 import type { Subject } from './events';
+import { examples } from './examples';
 
 export type Delivery = 'stream' | 'work-queue' | 'core';
 
@@ -32,18 +33,7 @@ const listing = {
     livingAreaUnits: 'sqft',
     features: ['garage'],
   },
-  location: {
-    address: {
-      street: '1 Main St',
-      unit: null,
-      city: 'Austin',
-      stateOrProvince: 'TX',
-      postalCode: '78701',
-      country: 'US',
-    },
-    latitude: 30.27,
-    longitude: -97.74,
-  },
+  location: examples.listingCreate.location,
   media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
   listedAt: at,
   version: 1,
