@@ -62,11 +62,30 @@ node dist/tools/seed/main.js --url "$BASE" --key "$ADMIN_KEY" --listings 4 >"$WO
   exit 1
 }
 
+REPORTS="${FUZZ_REPORT_DIR:-$WORK/reports}"
+mkdir -p "$REPORTS"
+
+# "N cases, N failed" from Schemathesis's JUnit report (one test case per operation) and its log's case count.
+fuzz_figures() {
+  python3 - "$1" "$2" <<'PY'
+import glob, re, sys, xml.etree.ElementTree as ET
+log, report_dir = sys.argv[1], sys.argv[2]
+ops = failed = 0
+for f in glob.glob(report_dir + "/*.xml"):
+    for case in ET.parse(f).getroot().iter("testcase"):
+        ops += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
+m = re.search(r"(\d+) generated", open(log, errors="replace").read())
+print(f"{m.group(1) if m else 'unknown number of'} generated cases over {ops} operations, {failed} operations with findings")
+PY
+}
+
 status=0
 for run in $RUNS; do
   args=(run "$WORK/openapi.json" --url "$BASE" --checks "$CHECKS" --max-examples "$MAX_EXAMPLES" --workers "$WORKERS"
     --phases examples,coverage,fuzzing --request-timeout 30 --no-color --generation-database none
-    --report junit --report-dir "${FUZZ_REPORT_DIR:-$WORK/reports}/$run")
+    --report junit --report-dir "$REPORTS/$run")
   [ -n "${FUZZ_SEED:-}" ] && args+=(--seed "$FUZZ_SEED")
   case "$run" in
     # Every operation, key revocation included: the account's last admin key cannot be revoked (409), so the
@@ -77,8 +96,17 @@ for run in $RUNS; do
     anonymous) ;;
     *) echo "unknown run '$run' (key, anonymous)" >&2; exit 2 ;;
   esac
-  echo "==> schemathesis: $run ($MAX_EXAMPLES cases per operation and phase)" >&2
-  if ! "$VENV/bin/st" "${args[@]}" "$@"; then status=1; fi
+  echo "==> schemathesis: $run ($MAX_EXAMPLES cases per operation and phase; its output in $REPORTS/$run.log)" >&2
+  # Schemathesis's own output stays in a file: it closes on a pytest-style banner that log readers take for a
+  # test runner's summary. What it found is restated below as plain lines.
+  run_status=0
+  "$VENV/bin/st" "${args[@]}" "$@" >"$REPORTS/$run.log" 2>&1 || run_status=$?
+  if [ "$run_status" -ne 0 ]; then
+    status=1
+    # The findings, without the banner lines.
+    grep -Ev '^=+( .*)? =+$' "$REPORTS/$run.log" | sed 's/^/  | /' >&2
+  fi
+  echo "fuzzing ($run): $(fuzz_figures "$REPORTS/$run.log" "$REPORTS/$run"), exit status $run_status" >&2
   if ! kill -0 "$SERVER_PID" 2>/dev/null; then
     code=0
     wait "$SERVER_PID" || code=$?
