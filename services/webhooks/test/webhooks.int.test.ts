@@ -502,7 +502,7 @@ describe('the change feed', () => {
   });
 
   it("lists the account's events in order, deletions included, with a cursor that is never null", async () => {
-    const empty = await h.call(integration, 'GET', '/v1/events');
+    const empty = await h.call(admin, 'GET', '/v1/events');
     expect(empty.statusCode).toBe(200);
     expect(empty.json().items).toEqual([]);
     expect(typeof empty.json().nextCursor).toBe('string');
@@ -516,7 +516,7 @@ describe('the change feed', () => {
     // An event is visible once the millisecond it was recorded in has passed (the settle delay is 0 here).
     const read = (url: string, count: number) =>
       eventually(async () => {
-        const page = (await h.call(integration, 'GET', url)).json();
+        const page = (await h.call(admin, 'GET', url)).json();
         expect(page.items).toHaveLength(count);
         return page;
       });
@@ -528,7 +528,7 @@ describe('the change feed', () => {
       accountId: admin.accountId,
       data: { id: 'lst_1', deleted: true, version: 3 },
     });
-    const upToDate = (await h.call(integration, 'GET', `/v1/events?after=${second.nextCursor}`)).json();
+    const upToDate = (await h.call(admin, 'GET', `/v1/events?after=${second.nextCursor}`)).json();
     expect(upToDate.items).toEqual([]);
     expect(upToDate.nextCursor).toBe(second.nextCursor);
 
@@ -539,6 +539,16 @@ describe('the change feed', () => {
     const leadsOnly = (await h.call(admin, 'GET', '/v1/events?types=lead.created,lead.updated')).json();
     expect(leadsOnly.items.map((e: { type: string }) => e.type)).toEqual(['lead.created']);
     expect((await h.call(otherAdmin, 'GET', '/v1/events')).json().items).toHaveLength(1);
+
+    // An integration key reads no pipeline: its feed is the same without the lead's event.
+    const bridge = (await h.call(integration, 'GET', '/v1/events')).json();
+    expect(bridge.items.map((e: { type: string }) => e.type)).toEqual([
+      'listing.created',
+      'listing.updated',
+      'listing.deleted',
+      'listing.created',
+    ]);
+    expect((await h.call(integration, 'GET', '/v1/events?types=lead.created')).statusCode).toBe(403);
   });
 
   it('refuses agents, bad cursors and bad parameters', async () => {
