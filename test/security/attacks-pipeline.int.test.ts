@@ -60,4 +60,65 @@ describe('attacks on the lead pipeline by keys that may not read it', () => {
       'forbidden',
     );
   });
+
+  it('an agent learns nothing about contacts of leads it cannot see: a taken and an unused email or phone answer alike', async () => {
+    const ana = await t.agent(ADMIN);
+    const anaKey = await t.key(ADMIN, 'agent', ana.id);
+    const mine = await t.lead(ADMIN, { phone: '+15125550100' });
+    expect((await t.call(ADMIN, 'PATCH', `/v1/leads/${mine.id}`, { agentId: ana.id })).statusCode).toBe(200);
+    const hidden = await t.lead(ADMIN, { email: 'hidden.person@example.com', phone: '+15125550142' });
+    const before = (await t.call(ADMIN, 'GET', `/v1/leads/${mine.id}`)).json();
+
+    /** The answer with what differs between two requests by nature (its id) left out. */
+    const answer = async (patch: Record<string, unknown>) => {
+      const res = await t.call(anaKey.secret, 'PATCH', `/v1/leads/${mine.id}`, patch);
+      return { status: res.statusCode, body: { ...res.json(), requestId: undefined } };
+    };
+    for (const [taken, unused] of [
+      [{ phone: '+15125550142' }, { phone: '+15125550199' }],
+      [{ phone: '(512) 555-0142' }, { phone: '(512) 555-0199' }],
+      [{ email: 'hidden.person@example.com' }, { email: 'nobody.yet@example.com' }],
+      [
+        { email: 'HIDDEN.person@example.com', phone: '+15125550142' },
+        { email: 'n@example.com', phone: '+15125550199' },
+      ],
+    ]) {
+      const a = await answer(taken);
+      const b = await answer(unused);
+      expect(a).toEqual(b);
+      expect(a.status).toBe(403);
+      expect(JSON.stringify(a.body)).not.toMatch(/hidden|0142|led_|exists/);
+    }
+    // Its own lead's unchanged contacts may be sent back with a change of other fields.
+    const same = await t.call(anaKey.secret, 'PATCH', `/v1/leads/${mine.id}`, {
+      phone: '+15125550100',
+      status: 'contacted',
+    });
+    expect(same.statusCode).toBe(200);
+    const after = (await t.call(ADMIN, 'GET', `/v1/leads/${mine.id}`)).json();
+    expect({ email: after.email, phone: after.phone }).toEqual({ email: before.email, phone: before.phone });
+    expect((await t.call(ADMIN, 'GET', `/v1/leads/${hidden.id}`)).json().phone).toBe('+15125550142');
+    // An admin, who reads every lead, is told which lead has the contact.
+    const admin = await t.call(ADMIN, 'PATCH', `/v1/leads/${mine.id}`, { phone: '+15125550142' });
+    expectProblem(admin, 409, 'lead_exists');
+    expect(admin.json().existingId).toBe(hidden.id);
+  });
+
+  it("an agent's manual score on its own lead is on the timeline with the agent's key, and an admin can hand it back", async () => {
+    const ana = await t.agent(ADMIN);
+    const anaKey = await t.key(ADMIN, 'agent', ana.id);
+    const lead = await t.lead(ADMIN);
+    expect((await t.call(ADMIN, 'PATCH', `/v1/leads/${lead.id}`, { agentId: ana.id })).statusCode).toBe(200);
+    const set = await t.call(anaKey.secret, 'PATCH', `/v1/leads/${lead.id}`, { score: 100 });
+    expect(set.json()).toMatchObject({ score: 100, scoreSource: 'manual' });
+    const timeline = (await t.call(ADMIN, 'GET', `/v1/leads/${lead.id}/activities`)).json().items;
+    const change = timeline.find((a: { type: string }) => a.type === 'score_change');
+    expect(change).toMatchObject({
+      data: { to: 100, scoreSource: 'manual' },
+      actor: { type: 'api_key', id: anaKey.id, agentId: ana.id },
+    });
+    const back = await t.call(ADMIN, 'PATCH', `/v1/leads/${lead.id}`, { score: null });
+    expect(back.json().scoreSource).toBe('engine');
+    expect(back.json().score).toBeLessThan(100);
+  });
 });
