@@ -199,7 +199,7 @@ describe('media service over HTTP (embedded adapters, signed identity)', () => {
     const [failed] = await settled(id);
     expect(failed).toMatchObject({
       status: 'failed',
-      failureReason: expect.stringMatching(/could not be decoded/),
+      failureReason: expect.stringMatching(/damaged or incomplete/),
       width: 800,
       height: 600,
     });

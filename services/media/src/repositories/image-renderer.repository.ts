@@ -11,13 +11,22 @@ import {
 } from '../image.rules';
 import type { RenderedFile } from './media-files.repository';
 
-/** The header says the image is not what it claims, or cannot be read. */
+/**
+ * The header says the image is not what it claims, or cannot be read. `message` says so in our
+ * words (clients see it); `libraryMessage` is the image library's own, for the log only.
+ */
 export class UnreadableImageError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly libraryMessage?: string,
+  ) {
     super(message);
     this.name = 'UnreadableImageError';
   }
 }
+
+/** The first line of what the image library threw. */
+const libraryText = (err: unknown): string => String((err as Error)?.message ?? err).split('\n')[0];
 
 /** The header declares more pixels than allowed (a decompression bomb, or simply too big). */
 export class ImageTooLargeError extends Error {
@@ -119,7 +128,8 @@ export class ImageRendererRepository {
     } catch (err) {
       if (!complete) return null;
       throw new UnreadableImageError(
-        `the file is not a readable ${declared === 'image/png' ? 'PNG' : 'JPEG'} image (${(err as Error).message.split('\n')[0]})`,
+        `the file starts like a ${declared === 'image/png' ? 'PNG' : 'JPEG'} image but holds no readable image`,
+        libraryText(err),
       );
     }
     const expected = declared === 'image/png' ? 'png' : 'jpeg';
@@ -174,7 +184,10 @@ async function renderImage(
       .raw({ depth: 'uchar' })
       .toBuffer({ resolveWithObject: true });
   } catch (err) {
-    throw new UnreadableImageError(`the image could not be decoded (${(err as Error).message.split('\n')[0]})`);
+    throw new UnreadableImageError(
+      `the ${contentType === 'image/png' ? 'PNG' : 'JPEG'} image is damaged or incomplete: its pixels cannot be read`,
+      libraryText(err),
+    );
   }
   const { data, info } = decoded;
   const raw = { raw: { width: info.width, height: info.height, channels: info.channels } };
