@@ -53,7 +53,7 @@ export function installJsonBodyParsers(app: FastifyInstance): void {
     done: (err: Error | null, value?: unknown) => void,
   ) => {
     const text = body.toString();
-    parse(request, text, (err: Error | null, value?: unknown) => {
+    return parse(request, text, (err: Error | null, value?: unknown) => {
       if (err) return done(err);
       const deep = tooDeep(value, JSON_BODY_MAX_DEPTH);
       if (deep !== null)
