@@ -539,7 +539,7 @@ export interface paths {
         };
         /**
          * The account's change feed, oldest first, deletions included, kept 30 days
-         * @description Poll with the `nextCursor` of the previous page (never null); an empty page means up to date. Admin and integration keys.
+         * @description Poll with the `nextCursor` of the previous page (never null); an empty page means up to date. Admin and integration keys; an integration key reads no lead pipeline: its feed carries listing, media and job events, and naming a `lead.*` or `activity.created` type is 403.
          */
         get: operations["listEvents"];
         put?: never;
