@@ -50,7 +50,7 @@ export interface ClusterOptions {
   logLevel?: 'info' | 'warn';
   /** More environment for every process (e.g. `RATE_LIMIT_PER_MINUTE` for a load test). */
   envAll?: Record<string, string>;
-  /** Called as each process is spawned, before it is ready (a fault test watches one start). */
+  /** Called as each process is spawned, before it listens (a fault test watches one start); see its `listening`. */
   onStarted?: (service: RunningService) => void;
   /** Extra environment per process kind (e.g. a shortened webhook retry schedule). */
   env?: Partial<Record<ProcessName, Record<string, string>>>;
