@@ -84,6 +84,8 @@ function startProcess(name: ProcessName, env: Record<string, string>): RunningSe
   const started = spawnListening(name, join(REPO_ROOT, 'dist', 'services', name, 'main.js'), {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
+    // A process waits for its engines before it listens (a fault test starts them late), on a machine maybe busy.
+    timeoutMs: 120_000,
   });
   const service: RunningService = {
     name,
