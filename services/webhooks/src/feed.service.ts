@@ -27,7 +27,8 @@ export class FeedService {
 
   async read(who: Identity, query: EventFeedQuery): Promise<EventFeedPage> {
     assertRole(who, ['admin', 'integration'], 'read the change feed');
-    const after = positionOf(query.after, who.accountId);
+    // An empty `after` is a poller's first call (`after=$cursor` with nothing stored yet): from the start.
+    const after = positionOf(query.after || undefined, who.accountId);
     const settledBefore = positionAt(this.deps.clock().getTime() - this.deps.settleMs);
     const docs = await this.deps.feed.read(who.accountId, after, {
       types: query.types,

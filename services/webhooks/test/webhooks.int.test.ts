@@ -536,6 +536,10 @@ describe('the change feed', () => {
     const next = await read(`/v1/events?after=${upToDate.nextCursor}`, 1);
     expect(next.items.map((e: { data: { id: string } }) => e.data.id)).toEqual(['lst_2']);
 
+    // A poller's first call sends an empty cursor: the feed from the start, as without one.
+    const fromStart = (await h.call(integration, 'GET', '/v1/events?after=&limit=2')).json();
+    expect(fromStart).toEqual(first);
+
     const leadsOnly = (await h.call(admin, 'GET', '/v1/events?types=lead.created,lead.updated')).json();
     expect(leadsOnly.items.map((e: { type: string }) => e.type)).toEqual(['lead.created']);
     expect((await h.call(otherAdmin, 'GET', '/v1/events')).json().items).toHaveLength(1);
