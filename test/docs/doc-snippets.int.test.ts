@@ -396,7 +396,9 @@ withProduct('clients/typescript/README.md', (run) => {
     const result = runNode(run(), bundled, { ESTATE_API_KEY: ADMIN });
     if (result.status !== 0) throw new Error(`exited ${result.status}\n${result.stdout}\n${result.stderr}`);
     // The example prints the listings it lists and the job's progress to its final state.
-    expect(result.stdout).toMatch(/lst_/);
-    expect(result.stdout).toMatch(/succeeded/);
+    expect(result.stdout).toMatch(/^lst_\S+ pending$/m);
+    expect(result.stdout).toMatch(/^succeeded /m);
+    expect(result.stdout).toMatch(/^lead_\S+ new \d+ /m);
+    expect(result.stdout).toMatch(/^404 listing_not_found [0-9a-f-]{36}$/m);
   }, 60_000);
 });
