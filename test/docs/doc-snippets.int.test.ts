@@ -34,6 +34,8 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
     'the quickstart block below installs and starts the product, and runs here; `npm test` runs this very test',
   'README.md: eval "$(scripts/engines/up.sh)"   # prints export lines for MONGODB_URL, NATS_URL, ELASTICSEARCH_URL':
     'installs and starts database engines and runs every test tier',
+  'docs/webhooks.md: npm run cli -- webhooks listen --forward-to http://127.0.0.1:4000/hook':
+    'runs until Ctrl-C; apps/cli/test/webhooks-listen.int.test.ts runs it and verifies what it forwards',
   'README.md: npm run bench              # full run; results in bench/results/latest.{json,md}':
     'benchmarks measure timings for minutes; tests never do',
 };
