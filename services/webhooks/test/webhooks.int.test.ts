@@ -305,6 +305,18 @@ describe('deliveries', () => {
     expect((await h.call(admin, 'GET', '/v1/webhooks')).json().total).toBe(0);
   });
 
+  it('names the setting that allows a private target, and the CLI that needs none, in the 422', async () => {
+    h = await startWebhooks({ options: { allowPrivateTargets: false } });
+    const res = await h.call(admin, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:4000/hook', events: ['*'] });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().detail).toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS=1');
+    expect(res.json().detail).toContain('webhooks listen');
+    expect(res.json().errors[0]).toMatchObject({
+      path: 'url',
+      message: expect.stringContaining('WEBHOOKS_ALLOW_PRIVATE_TARGETS=1'),
+    });
+  });
+
   it('survives a crash mid-delivery: the claim runs out and the delivery is sent', async () => {
     const { dir, remove } = tempDir();
     try {
