@@ -10666,7 +10666,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description The `nextCursor` of the previous page; absent starts at the oldest event kept (30 days) */
+                /** @description The `nextCursor` of the previous page; absent or empty starts at the oldest event kept (30 days) */
                 after?: string;
                 /** @description Only these event types (comma list) */
                 types?: ("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created")[];

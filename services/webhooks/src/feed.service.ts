@@ -34,7 +34,8 @@ export class FeedService {
         'forbidden',
         `A key with role ${who.role} reads no lead pipeline; leave out ${readable.refused.join(', ')}`,
       );
-    const after = positionOf(query.after, who.accountId);
+    // An empty `after` is a poller's first call (`after=$cursor` with nothing stored yet): from the start.
+    const after = positionOf(query.after || undefined, who.accountId);
     const settledBefore = positionAt(this.deps.clock().getTime() - this.deps.settleMs);
     const docs = await this.deps.feed.read(who.accountId, after, {
       types: readable.types === 'all' ? undefined : [...readable.types],

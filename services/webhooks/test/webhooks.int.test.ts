@@ -315,6 +315,18 @@ describe('deliveries', () => {
     expect((await h.call(admin, 'GET', '/v1/webhooks')).json().total).toBe(0);
   });
 
+  it('names the setting that allows a private target, and the CLI that needs none, in the 422', async () => {
+    h = await startWebhooks({ options: { allowPrivateTargets: false } });
+    const res = await h.call(admin, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:4000/hook', events: ['*'] });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().detail).toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS=1');
+    expect(res.json().detail).toContain('webhooks listen');
+    expect(res.json().errors[0]).toMatchObject({
+      path: 'url',
+      message: expect.stringContaining('WEBHOOKS_ALLOW_PRIVATE_TARGETS=1'),
+    });
+  });
+
   it('survives a crash mid-delivery: the claim runs out and the delivery is sent', async () => {
     const { dir, remove } = tempDir();
     try {
@@ -551,6 +563,10 @@ describe('the change feed', () => {
     await listingEvent(h.bus, admin.accountId, 'listings.listing.created', listing('lst_2'));
     const next = await read(`/v1/events?after=${upToDate.nextCursor}`, 1);
     expect(next.items.map((e: { data: { id: string } }) => e.data.id)).toEqual(['lst_2']);
+
+    // A poller's first call sends an empty cursor: the feed from the start, as without one.
+    const fromStart = (await h.call(integration, 'GET', '/v1/events?after=&limit=2')).json();
+    expect(fromStart).toEqual(first);
 
     const leadsOnly = (await h.call(admin, 'GET', '/v1/events?types=lead.created,lead.updated')).json();
     expect(leadsOnly.items.map((e: { type: string }) => e.type)).toEqual(['lead.created']);
