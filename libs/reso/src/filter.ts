@@ -157,26 +157,16 @@ export function parseFilter(text: string, context: FilterContext): FieldFilter {
 
 /** `a eq 1 or a eq 2 or …` (what `in` became) back into one `in`, which both engines answer with one lookup. */
 function mergeIn(filter: FieldFilter): FieldFilter {
-  switch (filter.kind) {
-    case 'and':
-      return { kind: 'and', of: filter.of.map(mergeIn) };
-    case 'not':
-      return { kind: 'not', of: mergeIn(filter.of) };
-    case 'or': {
-      const parts = filter.of.map(mergeIn);
-      const flat: FieldFilter[] = [];
-      for (const p of parts)
-        if (p.kind === 'or') flat.push(...p.of);
-        else flat.push(p);
-      const eqs = flat.filter((p) => p.kind === 'compare' && p.op === 'eq' && p.value !== null);
-      const field = eqs[0]?.kind === 'compare' ? eqs[0].field : undefined;
-      if (field && eqs.length === flat.length && eqs.every((p) => p.kind === 'compare' && p.field === field))
-        return { kind: 'in', field, values: eqs.map((p) => (p as { value: IndexValue }).value) };
-      return { kind: 'or', of: parts };
-    }
-    default:
-      return filter;
-  }
+  if (filter.kind === 'and') return { kind: 'and', of: filter.of.map(mergeIn) };
+  if (filter.kind === 'not') return { kind: 'not', of: mergeIn(filter.of) };
+  if (filter.kind !== 'or') return filter;
+  const parts = filter.of.map(mergeIn);
+  const flat = parts.flatMap((p) => (p.kind === 'or' ? p.of : [p]));
+  const eqs = flat.flatMap((p) => (p.kind === 'compare' && p.op === 'eq' && p.value !== null ? [p] : []));
+  const field = eqs[0]?.field;
+  if (field && eqs.length === flat.length && eqs.every((p) => p.field === field))
+    return { kind: 'in', field, values: eqs.map((p) => p.value) };
+  return { kind: 'or', of: parts };
 }
 
 type Operand =

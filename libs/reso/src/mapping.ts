@@ -151,7 +151,9 @@ export function splitStreet(street: string): { number?: string; name: string } {
   return match ? { number: match[1], name: match[2].trim() } : { name: street.trim() };
 }
 
-const dateOf = (iso: string | null | undefined): string | undefined => (iso ? iso.slice(0, 10) : undefined);
+/** The UTC calendar date of a timestamp. */
+const dateOf = (iso: string | null | undefined): string | undefined =>
+  iso ? new Date(iso).toISOString().slice(0, 10) : undefined;
 const numberOrUndefined = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
 const stringOrUndefined = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
@@ -542,5 +544,53 @@ export function propertyRecord(listing: Listing): Record<string, ResoValue | rea
 export function mediaRecord(source: MediaSource): Record<string, ResoValue | readonly string[]> {
   const out: Record<string, ResoValue | readonly string[]> = {};
   for (const field of MEDIA_FIELDS) out[field.name] = field.read(source) ?? null;
+  return out;
+}
+
+/** How the search index holds a field's values: timestamps as epoch milliseconds, the rest as served. */
+export type IndexKind = 'string' | 'number' | 'boolean' | 'date' | 'timestamp';
+
+export interface IndexedField {
+  name: string;
+  kind: IndexKind;
+  collection: boolean;
+  required: boolean;
+}
+
+export function indexKind(field: FieldType): IndexKind {
+  if (typeof field.type !== 'string') return 'string';
+  switch (field.type) {
+    case 'Edm.Int64':
+    case 'Edm.Decimal':
+      return 'number';
+    case 'Edm.Boolean':
+      return 'boolean';
+    case 'Edm.Date':
+      return 'date';
+    case 'Edm.DateTimeOffset':
+      return 'timestamp';
+    case 'Edm.String':
+      return 'string';
+  }
+}
+
+/** The Property fields the search index holds (filters and sorts run on these only). */
+export const INDEXED_PROPERTY_FIELDS: readonly IndexedField[] = PROPERTY_FIELDS.filter((f) => f.indexed).map((f) => ({
+  name: f.name,
+  kind: indexKind(f),
+  collection: f.collection ?? false,
+  required: f.required ?? false,
+}));
+
+/** A listing's values as the search index holds them, by field name (collections as lists, absent as null). */
+export function propertyIndexRecord(listing: Listing): Record<string, string | number | boolean | null | string[]> {
+  const out: Record<string, string | number | boolean | null | string[]> = {};
+  for (const field of INDEXED_PROPERTY_FIELDS) {
+    const value = propertyField.get(field.name)!.read(listing);
+    if (field.collection) out[field.name] = Array.isArray(value) ? [...(value as string[])] : [];
+    else if (value === undefined || value === null) out[field.name] = null;
+    else if (field.kind === 'timestamp') out[field.name] = Date.parse(String(value));
+    else out[field.name] = value as string | number | boolean;
+  }
   return out;
 }
