@@ -38,7 +38,7 @@ export { isApiRequest, needsApiKey } from './api-paths';
  */
 export const TRUSTED_CALLERS: Record<string, Partial<Record<Caller, readonly string[] | '*'>>> = {
   listings: { gateway: '*', media: ['GET'] },
-  media: { gateway: '*', webhooks: ['GET'] },
+  media: { gateway: '*', webhooks: ['GET'], listings: ['GET'] },
   leads: { gateway: '*', webhooks: ['GET'] },
   webhooks: { gateway: '*' },
 };

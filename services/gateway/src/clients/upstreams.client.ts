@@ -32,7 +32,11 @@ export interface UpstreamUrls {
 /** Which service answers which paths in the distributed profile. */
 export function upstreamsFor(urls: UpstreamUrls): Upstream[] {
   return [
-    { name: 'listings', url: urls.listings, routes: ['/v1/listings', '/v1/listings/*', '/v1/jobs/*'] },
+    {
+      name: 'listings',
+      url: urls.listings,
+      routes: ['/v1/listings', '/v1/listings/*', '/v1/jobs/*', '/reso/odata', '/reso/odata/*'],
+    },
     { name: 'media', url: urls.media, routes: ['/v1/listings/:id/media', '/v1/listings/:id/media/*', '/files/*'] },
     {
       name: 'leads',

@@ -11,6 +11,7 @@ import { hashSecret } from '../access.rules';
 import type { AccessService } from '../access.service';
 import type { IdempotencyService } from '../idempotency.service';
 import { keptBody } from '../idempotency.rules';
+import { RESO_TOKEN_PATH } from './reso-token.routes';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -103,7 +104,11 @@ function guardApi(
   limit: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
 ): void {
   app.addHook('onRequest', async (request, reply) => {
-    if (!isApiRequest(request)) return;
+    if (!isApiRequest(request)) {
+      // The token endpoint takes no key but is limited like one (guessing secrets counts against the address).
+      if (request.routeOptions.url === RESO_TOKEN_PATH) await limit(request, reply);
+      return;
+    }
     await limit(request, reply);
     const who = await identityOf(request, access);
     if (!who) {
