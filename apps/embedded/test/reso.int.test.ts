@@ -130,8 +130,8 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     const types = [...xml.matchAll(/<EntityType Name="(\w+)">\s*<Key>\s*<PropertyRef Name="(\w+)"\/>/g)].map(
       (m) => `${m[1]}:${m[2]}`,
     );
-    expect(types).toEqual(['Property:ListingKey', 'Media:MediaKey', 'EntityEvent:EntityEventSequence']);
-    expect(xml.match(/<EntityType /g)).toHaveLength(3);
+    expect(types).toEqual(['Property:ListingKey', 'Media:MediaKey']);
+    expect(xml.match(/<EntityType /g)).toHaveLength(2);
     expect(xml).toContain('<Member Name="ActiveUnderContract" Value="1">');
     expect(xml).toContain(
       '<Property Name="StandardStatus" Type="org.reso.metadata.enums.StandardStatus" Nullable="false"/>',
@@ -312,6 +312,11 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     const expanded = await ok(
       `/Property?$expand=Media&$select=ListingKey,PhotosCount&$filter=ListingKey eq '${keys[0]}'`,
     );
+    const byListing = await ok(
+      `/Media?$filter=${encodeURIComponent(`ResourceRecordKey in ('${keys[0]}', '${keys[1]}')`)}`,
+    );
+    expect(byListing.value!.map((m) => m.MediaKey)).toEqual(media.map((m) => m.MediaKey));
+    expect((await reso('/Media')).status).toBe(400);
     expect(expanded.value).toEqual([
       {
         ListingKey: keys[0],

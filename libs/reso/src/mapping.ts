@@ -498,24 +498,8 @@ export const MEDIA_FIELDS: readonly FieldMapping<MediaSource>[] = rows<MediaSour
   { name: 'ModificationTimestamp', path: 'updatedAt', read: ({ media }) => media.updatedAt, required: true },
 ]);
 
-/** One change of the account's feed (SPEC §11) as an EntityEvent (RCP-027). */
-export interface EntityEventSource {
-  sequence: number;
-  resourceName: 'Property' | 'Media';
-  key: string;
-  /** `https://…/reso/odata/Property('k')`. */
-  url: string;
-}
-
-export const ENTITY_EVENT_FIELDS: readonly FieldMapping<EntityEventSource>[] = rows<EntityEventSource>('EntityEvent', [
-  { name: 'EntityEventSequence', path: 'sequence', read: (e) => e.sequence, required: true },
-  { name: 'ResourceName', path: 'resourceName', read: (e) => e.resourceName, required: true },
-  { name: 'ResourceRecordKey', path: 'key', read: (e) => e.key, required: true },
-  { name: 'ResourceRecordUrl', path: 'url', read: (e) => e.url, required: true },
-]);
-
 export interface ResourceDefinition {
-  name: 'Property' | 'Media' | 'EntityEvent';
+  name: 'Property' | 'Media';
   key: string;
   fields: readonly FieldMapping<never>[];
   navigation?: Array<{ name: string; target: string; collection: boolean }>;
@@ -529,7 +513,6 @@ export const RESOURCES: readonly ResourceDefinition[] = [
     navigation: [{ name: 'Media', target: 'Media', collection: true }],
   },
   { name: 'Media', key: 'MediaKey', fields: MEDIA_FIELDS as readonly FieldMapping<never>[] },
-  { name: 'EntityEvent', key: 'EntityEventSequence', fields: ENTITY_EVENT_FIELDS as readonly FieldMapping<never>[] },
 ];
 
 export const propertyField = new Map(PROPERTY_FIELDS.map((f) => [f.name, f]));

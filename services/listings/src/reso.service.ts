@@ -9,6 +9,7 @@ import {
   mediaRecord,
   ODataError,
   parseCollectionQuery,
+  parseFilter,
   PROPERTY_FIELDS,
   propertyField,
   propertyIndexRecord,
@@ -31,6 +32,11 @@ const PROPERTY: QueryResource = {
 };
 
 type Row = Record<string, unknown>;
+
+export const MAX_MEDIA_LISTINGS = 100;
+const MEDIA_FILTER_FIELDS = new Map([
+  ['ResourceRecordKey', { name: 'ResourceRecordKey', type: 'Edm.String' as const }],
+]);
 
 export interface PageRequest {
   /** The query options as sent (`$filter`, `$top`, …, `$skiptoken`). */
@@ -146,6 +152,59 @@ export class ResoService {
     return {
       '@odata.context': `${roots.serviceRoot}/$metadata#Media`,
       value: mediaRows(media[listing.id] ?? [], roots.baseUrl, select),
+    };
+  }
+
+  /**
+   * The Media collection, for the photos of given listings: `$filter` names them (`ResourceRecordKey eq 'k'` or
+   * `in (…)`, at most {@link MAX_MEDIA_LISTINGS}); the answer is their media by listing and `Order`, in one page.
+   */
+  async media(
+    ctx: RequestContext,
+    options: Record<string, string | undefined>,
+    roots: { serviceRoot: string; baseUrl: string },
+  ): Promise<Row> {
+    assertRole(ctx.who, RESO_READERS, 'read the RESO Web API');
+    for (const name of Object.keys(options))
+      if (name.startsWith('$') && !['$filter', '$select', '$top', '$format'].includes(name))
+        throw badRequest(`${name} is not supported on Media`, name);
+    const select = options.$select?.split(',').map((s) => s.trim());
+    for (const name of select ?? [])
+      if (!MEDIA_FIELDS.some((f) => f.name === name))
+        throw badRequest(`$select: ${name} is not a field of Media`, name);
+    const top = options.$top === undefined ? undefined : Number(options.$top);
+    if (top !== undefined && !(Number.isInteger(top) && top >= 0)) throw badRequest('$top must be an integer', '$top');
+    const filter =
+      options.$filter === undefined
+        ? undefined
+        : parseFilter(options.$filter, { fields: MEDIA_FILTER_FIELDS, now: this.deps.clock().getTime() });
+    const keys =
+      filter?.kind === 'compare' && filter.op === 'eq' && typeof filter.value === 'string'
+        ? [filter.value]
+        : filter?.kind === 'in'
+          ? filter.values.map(String)
+          : undefined;
+    if (!keys)
+      throw badRequest(
+        "Media is read by listing: $filter=ResourceRecordKey eq 'key' or ResourceRecordKey in ('k1', 'k2')",
+        '$filter',
+      );
+    if (keys.length > MAX_MEDIA_LISTINGS)
+      throw badRequest(`Media is read for at most ${MAX_MEDIA_LISTINGS} listings at once`, '$filter');
+    const listings = await this.deps.index.select({
+      accountId: ctx.who.accountId,
+      where: { kind: 'in', field: 'ListingKey', values: keys },
+      order: [{ field: 'ListingKey', direction: 'asc' }],
+      skip: 0,
+      limit: keys.length,
+      count: false,
+    });
+    const ids = listings.items.map((l) => l.id);
+    const media = await this.deps.media.forListings(ctx.who, ids, ctx.requestId);
+    const rows = ids.flatMap((id) => mediaRows(media[id] ?? [], roots.baseUrl, select));
+    return {
+      '@odata.context': `${roots.serviceRoot}/$metadata#Media${select ? `(${select.join(',')})` : ''}`,
+      value: top === undefined ? rows : rows.slice(0, top),
     };
   }
 

@@ -53,6 +53,7 @@ export async function resoRoutes(
       if (prefer.applied) reply.header('preference-applied', `odata.maxpagesize=${prefer.size}`);
       return reply.type(JSON_TYPE).send(page.body);
     }
+    if (path === 'Media') return reply.type(JSON_TYPE).send(await options.reso.media(ctx, query, roots(request)));
     const entity = /^Property\(([^/]*)\)(\/Media)?$/.exec(path);
     if (entity) {
       const key = keyPredicate(entity[1], 'ListingKey');
