@@ -199,10 +199,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       });
     },
   };
+  // Listings reads galleries from media (RESO's $expand=Media), which starts after it: its first port is chosen first.
+  const mediaPort = replicas.media > 0 ? String(await freePort()) : undefined;
   try {
     for (const name of SERVICES) {
       for (let i = 0; i < replicas[name]; i++) {
         const env: Record<string, string> = { ...common, MONGODB_DATABASE: database(name) };
+        if (name === 'listings' && mediaPort) env.MEDIA_URL = `http://127.0.0.1:${mediaPort}`;
+        if (name === 'media' && i === 0 && mediaPort) env.PORT = mediaPort;
         // Media asks listings about a listing whose event has not reached it yet.
         const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
         if (listings.length > 0) env.LISTINGS_URL = listings[i % listings.length].url;

@@ -1,7 +1,7 @@
 import { o } from 'odata';
 import sharp from 'sharp';
-import { eventually } from '@estate/testing';
-import { listeningProduct, RESO_ADMIN, seedCoreListings } from './reso-fixture';
+import { eventually, seedCoreListings } from '@estate/testing';
+import { listeningProduct, RESO_ADMIN } from './reso-fixture';
 
 /**
  * A third-party OData v4 client from the registry (o.js, package `odata`) reads, filters and replicates the account's

@@ -1,13 +1,17 @@
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Client } from '@elastic/elasticsearch';
 import pino from 'pino';
-import { describeWithEngines, enginesRequired, REPO_ROOT } from '@estate/testing';
+import {
+  commander,
+  commanderAvailable,
+  COMMANDER_PARAMETERS,
+  describeWithEngines,
+  seedCoreListings,
+} from '@estate/testing';
 import { ElasticsearchListingIndex } from '@estate/search/elasticsearch-listing.index';
-import { listeningProduct, RESO_ADMIN, seedCoreListings } from './reso-fixture';
+import { listeningProduct, RESO_ADMIN } from './reso-fixture';
 
 /**
  * RESO's own Web API Core 2.0 certification tests (tools/reso-commander) against the running product: every Core
@@ -15,32 +19,7 @@ import { listeningProduct, RESO_ADMIN, seedCoreListings } from './reso-fixture';
  * built once and cached outside the repository); without them this fails under REQUIRE_ENGINES=1 and skips loudly
  * otherwise.
  */
-const run = promisify(execFile);
-const COMMANDER = join(REPO_ROOT, 'tools', 'reso-commander', 'commander.sh');
-/** The RESOScript's parameters for what our listings hold (the template's others stand as they are). */
-const PARAMETERS = ['DecimalValueLow=100000.00', 'DateField=OnMarketDate', 'TimestampField=OnMarketTimestamp'];
 const MINUTES = 60_000;
-
-async function hasJava(): Promise<boolean> {
-  try {
-    await run('javac', ['-version']);
-    await run('mvn', ['-v']);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function commander(args: string[]): Promise<{ code: number; output: string; last: string }> {
-  try {
-    const { stdout } = await run('bash', [COMMANDER, ...args], { maxBuffer: 16 * 1024 * 1024, timeout: 20 * MINUTES });
-    return { code: 0, output: stdout, last: stdout.trim().split('\n').pop() ?? '' };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    const output = `${e.stdout ?? ''}${e.stderr ?? ''}`;
-    return { code: e.code ?? 1, output, last: (e.stdout ?? '').trim().split('\n').pop() ?? '' };
-  }
-}
 
 function commanderSuite(
   name: string,
@@ -49,14 +28,7 @@ function commanderSuite(
   describe(name, () => {
     let java = false;
     beforeAll(async () => {
-      java = await hasJava();
-      if (!java) {
-        if (enginesRequired()) throw new Error('RESO commander needs a JDK 17 and Maven (REQUIRE_ENGINES=1)');
-        process.stderr.write('\n[engines] SKIPPED RESO commander: needs a JDK 17 and Maven on the PATH\n');
-        return;
-      }
-      const built = await commander(['build']);
-      if (built.code !== 0) throw new Error(`commander did not build:\n${built.output}`);
+      java = await commanderAvailable();
     }, 20 * MINUTES);
 
     it(
@@ -67,7 +39,7 @@ function commanderSuite(
         try {
           const [first] = await seedCoreListings(url, RESO_ADMIN);
           await product.listingIndex.refresh();
-          const core = await commander(['core', `${url}/reso/odata`, RESO_ADMIN, first, ...PARAMETERS]);
+          const core = await commander(['core', `${url}/reso/odata`, RESO_ADMIN, first, ...COMMANDER_PARAMETERS]);
           expect({ last: core.last, failures: core.code === 0 ? '' : core.output.slice(-4000) }).toEqual({
             last: expect.stringMatching(/^commander_core passed=4\d failed=0 skipped=\d$/),
             failures: '',

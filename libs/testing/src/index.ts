@@ -6,3 +6,4 @@ export * from './build';
 export * from './eventually';
 export * from './query-plans';
 export * from './webhook-receiver';
+export * from './reso';

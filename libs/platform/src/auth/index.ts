@@ -20,6 +20,7 @@ export {
   bodyDigest,
   IDENTITY_HEADER,
   MAX_AGE_MS,
+  ORIGIN_HEADER,
   signRequest,
   SIGNATURE_HEADER,
   verifyRequest,

@@ -6,7 +6,7 @@ import { AppError } from '@estate/platform/errors';
 import type { Identity } from '@estate/contracts/accounts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyRateLimitStoreCtor as RateLimitStoreCtor } from '@fastify/rate-limit';
-import { isApiRequest } from '@estate/platform/auth';
+import { isApiRequest, ORIGIN_HEADER } from '@estate/platform/auth';
 import { hashSecret } from '../access.rules';
 import type { AccessService } from '../access.service';
 import type { IdempotencyService } from '../idempotency.service';
@@ -172,6 +172,10 @@ export async function installEdge(
   app: FastifyInstance,
   options: { access: AccessService; idempotency: IdempotencyService; rateLimits: EdgeRateLimits },
 ): Promise<void> {
+  // Only the gateway says where a client reached it (its proxy sets the header anew): a client's own is dropped.
+  app.addHook('onRequest', async (request) => {
+    delete request.headers[ORIGIN_HEADER];
+  });
   guardApi(app, options.access, await rateLimiter(app, options.access, options.rateLimits));
   keepIdempotentAnswers(app, options.idempotency);
 }

@@ -1,4 +1,4 @@
-import { assertRole, callerOf, requestContext } from '@estate/platform/auth';
+import { assertRole, callerOf, ORIGIN_HEADER, requestContext } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import {
   keyPredicate,
@@ -26,7 +26,10 @@ export async function resoRoutes(
 ): Promise<void> {
   const metadata = metadataXml();
   const roots = (request: FastifyRequest) => {
-    const base = (options.publicBaseUrl ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '');
+    // Behind the gateway (distributed), where the client reached it; embedded, this server.
+    const forwarded = request.headers[ORIGIN_HEADER];
+    const origin = typeof forwarded === 'string' && /^https?:\/\/[^/\s]+$/.test(forwarded) ? forwarded : undefined;
+    const base = (options.publicBaseUrl ?? origin ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '');
     return { baseUrl: base, serviceRoot: `${base}${RESO_ROOT}` };
   };
 
