@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '@estate/testing';
 import { MEDIA_FIELDS, PROPERTY_FIELDS, typeName } from '../src';
 
 /** docs/reso.md shows the mapping table as the code holds it: a field added, renamed or retyped updates the doc. */
 describe('docs/reso.md', () => {
   // Table rows with their cells trimmed (the formatter pads them into columns).
-  const doc = readFileSync(join(REPO_ROOT, 'docs', 'reso.md'), 'utf8')
+  const doc = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'reso.md'), 'utf8')
     .split('\n')
     .filter((line) => line.startsWith('|'))
     .map((line) =>
