@@ -171,6 +171,23 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     expect(wrong.statusCode).toBe(401);
     expect(wrong.json().error).toBe('invalid_client');
     expect((await token('grant_type=password&username=a&password=b')).json().error).toBe('unsupported_grant_type');
+    const agentToken = await token(
+      `grant_type=client_credentials&client_id=x&client_secret=${encodeURIComponent(agentKey)}`,
+    );
+    expect(agentToken.statusCode).toBe(401);
+
+    // A token stands for its key: revoking the key ends it.
+    const other = (
+      await call({ method: 'POST', url: '/v1/api-keys', payload: { name: 'gone', role: 'integration' } })
+    ).json();
+    const otherToken = (
+      await token(
+        `grant_type=client_credentials&client_id=${other.id}&client_secret=${encodeURIComponent(other.secret)}`,
+      )
+    ).json().access_token;
+    expect((await reso('/Property?$top=1', {}, otherToken)).status).toBe(200);
+    expect((await call({ method: 'DELETE', url: `/v1/api-keys/${other.id}` })).statusCode).toBe(200);
+    expect((await reso('/Property?$top=1', {}, otherToken)).status).toBe(401);
   });
 
   it('fetches by key, selects, and answers 404 for an unknown key or resource and 400 for an unknown field', async () => {
