@@ -25,7 +25,8 @@ export interface CollectionQuery {
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
-export const MAX_SKIP = 10_000;
+/** With a page of 1000, the deepest first page stays inside Elasticsearch's window of 10,000. */
+export const MAX_SKIP = 9_000;
 export const MAX_ORDER_KEYS = 3;
 
 /** System query options the server answers; any other `$` option is refused rather than ignored. */
