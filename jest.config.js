@@ -35,6 +35,7 @@ const shared = {
     '^@estate/bus/(.*)$': '<rootDir>/libs/bus/src/$1.ts',
     '^@estate/blobs$': '<rootDir>/libs/blobs/src/index.ts',
     '^@estate/search$': '<rootDir>/libs/search/src/index.ts',
+    '^@estate/reso$': '<rootDir>/libs/reso/src/index.ts',
     '^@estate/search/(.*)$': '<rootDir>/libs/search/src/$1.ts',
     '^@estate/blobs/(.*)$': '<rootDir>/libs/blobs/src/$1.ts',
     '^@estate/runtime$': '<rootDir>/libs/runtime/src/index.ts',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   buildDist,
+  fixedPort,
   natsServiceCredentials,
   natsUrlWithoutCredentials,
   REPO_ROOT,
@@ -216,10 +217,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     options.onStarted?.(service);
     return service;
   };
+  const mediaPort = replicas.media > 0 ? String(await fixedPort()) : undefined;
   const listening = (name: ServiceName) => Promise.all(instances(name).map((s) => s.listening));
   const launchReplicas = (name: ServiceName) => {
     for (let i = 0; i < replicas[name]; i++) {
       const env: Record<string, string> = { ...common, MONGODB_DATABASE: database(name) };
+      // Listings reads galleries from media (RESO's $expand=Media), and media is started after listings: its first
+      // replica listens on a port chosen before either starts.
+      if (name === 'listings' && mediaPort) env.MEDIA_URL = `http://127.0.0.1:${mediaPort}`;
+      if (name === 'media' && i === 0 && mediaPort) env.PORT = mediaPort;
       // Media asks listings about a listing whose event has not reached it yet.
       const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
       if (listings.length > 0) env.LISTINGS_URL = listings[i % listings.length].url;

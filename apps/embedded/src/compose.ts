@@ -6,7 +6,7 @@ import { MemoryBus } from '@estate/bus/memory.bus';
 import { composeGateway, gatewayApp, type BootstrapResult } from '@estate/gateway';
 import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
-import { composeMedia, mediaApp } from '@estate/media';
+import { composeMedia, mediaApp, type MediaRuntime } from '@estate/media';
 import { AppError } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import { useCursorSecrets } from '@estate/platform/pagination';
@@ -53,7 +53,13 @@ export async function composeEmbedded(
   };
   const listingIndex =
     options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
+  // The RESO Web API reads galleries with a direct call here (over HTTP when distributed); media is composed below.
+  const galleries: { current?: MediaRuntime['gallery'] } = {};
   const listings = await composeListings({
+    media: {
+      forListings: (who, ids) => galleries.current?.forListings(who, ids) ?? Promise.resolve({}),
+    },
+    ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
     store: stores.listings,
     bus,
     log,
@@ -79,6 +85,7 @@ export async function composeEmbedded(
     log,
     transaction: (fn) => stores.media.transaction(fn),
   });
+  galleries.current = media.gallery;
   const leads = await composeLeads({
     store: stores.leads,
     bus,

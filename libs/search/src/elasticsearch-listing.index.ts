@@ -7,9 +7,12 @@ import {
   type IndexedListing,
   type ListingIndex,
   type ListingRemoval,
+  type FieldQuery,
+  type FieldQueryResult,
   type ListingSearch,
   type ListingSearchResult,
 } from './listing-index';
+import { fieldSearchRequest, fieldSearchResult, resoDocument, resoMappings } from './elasticsearch-field-query';
 import { projectListing } from './listing-projection';
 import { listingIndexSettings, listingMappings, searchRequest, searchResult } from './elasticsearch-query';
 
@@ -78,7 +81,11 @@ export class ElasticsearchListingIndex implements ListingIndex {
    */
   async open(): Promise<{ created: boolean }> {
     return this.call('open the index', async () => {
-      if (await this.client.indices.existsAlias({ name: this.alias })) return { created: false };
+      if (await this.client.indices.existsAlias({ name: this.alias })) {
+        // Indexes made before the RESO fields existed learn them (documents indexed then need a reindex to match).
+        await this.client.indices.putMapping({ index: this.alias, properties: { reso: resoMappings } });
+        return { created: false };
+      }
       try {
         await this.client.indices.create({
           index: `${this.alias}-000001`,
@@ -127,6 +134,13 @@ export class ElasticsearchListingIndex implements ListingIndex {
       this.client.search<{ listing: Listing }>({ index: this.alias, ...searchRequest(search) }),
     );
     return searchResult(search, response);
+  }
+
+  async select(query: FieldQuery): Promise<FieldQueryResult> {
+    const response = await this.call('search', () =>
+      this.client.search<{ listing: Listing }>({ index: this.alias, ...fieldSearchRequest(query) }),
+    );
+    return fieldSearchResult(query, response);
   }
 
   async refresh(): Promise<void> {
@@ -218,7 +232,7 @@ export class ElasticsearchListingIndex implements ListingIndex {
     const { version, ...fields } = projectListing(item);
     return [
       { index: { _id: item.listing.id, version, version_type: 'external' } },
-      { ...fields, listing: item.listing },
+      { ...fields, reso: resoDocument(item.listing), listing: item.listing },
     ];
   }
 

@@ -10,6 +10,7 @@ import {
   type SearchAfter,
 } from './listing-index';
 import { distanceKm, filterKey } from './listing-projection';
+import { resoMappings } from './elasticsearch-field-query';
 
 /**
  * Translation of a listing search to an Elasticsearch request and of the answer back: pure
@@ -47,6 +48,7 @@ export const listingMappings: estypes.MappingTypeMapping = {
     createdAt: { type: 'date', format: 'epoch_millis' },
     searchText: { type: 'text', analyzer: 'standard' },
     listing: { type: 'object', enabled: false },
+    reso: resoMappings,
   },
 };
 

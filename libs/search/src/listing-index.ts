@@ -1,4 +1,5 @@
 import type { Listing, ListingFacet, ListingSortField, ListingStatus, PropertyType } from '@estate/contracts/listings';
+import type { FieldFilter, OrderKey } from '@estate/reso';
 
 /**
  * The search-index port: a projection of the listings store, kept in step from listing events,
@@ -91,6 +92,26 @@ export interface ListingSearchResult {
 
 export const FACET_SIZE = 50;
 
+/**
+ * A query over the listings' RESO fields (docs/reso.md): a filter over the indexed Data Dictionary fields, an order
+ * (missing values last either way), an offset and a page size. The RESO Web API's `$filter`/`$orderby` and its
+ * keyset pages (the position is a filter too) run here, on the index, never on the documents.
+ */
+export interface FieldQuery {
+  accountId: string;
+  where?: FieldFilter;
+  order: readonly OrderKey[];
+  skip: number;
+  limit: number;
+  /** Count every match of `where` too. */
+  count: boolean;
+}
+
+export interface FieldQueryResult {
+  items: Listing[];
+  total?: number;
+}
+
 export interface ListingIndex {
   readonly kind: 'elasticsearch' | 'sqlite' | 'memory';
   /**
@@ -111,6 +132,8 @@ export interface ListingIndex {
   /** Removes listings, remembering the deletion's version so that an older upsert arriving late is refused. */
   remove(removals: readonly ListingRemoval[]): Promise<void>;
   search(search: ListingSearch): Promise<ListingSearchResult>;
+  /** The RESO query: filters and orders on the listings' Data Dictionary fields. */
+  select(query: FieldQuery): Promise<FieldQueryResult>;
   /** Makes every accepted change visible to searches at once (tests, reindexing). */
   refresh(): Promise<void>;
   /** Builds a fresh index from `read` and puts it in place of the current one in one step. */

@@ -8,6 +8,8 @@ import {
   type ListingHit,
   type ListingIndex,
   type ListingRemoval,
+  type FieldQuery,
+  type FieldQueryResult,
   type ListingSearch,
   type ListingSearchResult,
   type ListingSort,
@@ -21,6 +23,8 @@ import {
   tokenize,
   type ListingFields,
 } from './listing-projection';
+import { compareRecords, matches, type FieldRecord } from './field-query';
+import { propertyIndexRecord } from '@estate/reso';
 
 /**
  * The embedded profile's index, in process memory (see docs/decisions/0010): filters, sorts and
@@ -303,6 +307,20 @@ export class MemoryListingIndex implements ListingIndex {
       next,
       facets: Object.fromEntries(counts.map((f) => [f.name, facetList(f.counts)])),
       tookMs: performance.now() - started,
+    };
+  }
+
+  async select(query: FieldQuery): Promise<FieldQueryResult> {
+    const rows: Array<{ record: FieldRecord; listing: Listing }> = [];
+    for (const entry of this.corpus.entries.values()) {
+      if (entry.fields.accountId !== query.accountId) continue;
+      const record = propertyIndexRecord(entry.listing);
+      if (!query.where || matches(query.where, record)) rows.push({ record, listing: entry.listing });
+    }
+    rows.sort((a, b) => compareRecords(query.order, a.record, b.record));
+    return {
+      items: rows.slice(query.skip, query.skip + query.limit).map((r) => r.listing),
+      ...(query.count ? { total: rows.length } : {}),
     };
   }
 

@@ -1,9 +1,11 @@
 import Database from 'better-sqlite3';
 import type { Listing } from '@estate/contracts/listings';
 import { SqliteListingIndex } from '../src/sqlite-listing.index';
+import { fieldQueryContract } from './field-query.contract';
 import { listingIndexContract } from './listing-index.contract';
 
 listingIndexContract('sqlite', () => ({ open: async () => new SqliteListingIndex(':memory:') }));
+fieldQueryContract('sqlite', () => ({ open: async () => new SqliteListingIndex(':memory:') }));
 
 describe('sqlite listing index', () => {
   const listing = (id: string, version: number): Listing => ({

@@ -8,3 +8,4 @@ export * from './query-plans';
 export * from './webhook-receiver';
 export * from './listening-process';
 export * from './ports';
+export * from './reso';

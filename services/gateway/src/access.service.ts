@@ -17,6 +17,9 @@ import type { AccessRepository, AccountDoc, ApiKeyDoc } from './repositories/acc
 
 export type ApiKeyWithSecret = ApiKey & { secret: string };
 
+/** How long an access token of the RESO token endpoint stands for its key. */
+export const ACCESS_TOKEN_SECONDS = 3600;
+
 /** A new key's secret: 256 random bits. */
 export function newSecret(): string {
   return `ek_${randomBytes(32).toString('base64url')}`;
@@ -50,11 +53,40 @@ export class AccessService {
     const cached = this.cache.get(hash);
     if (cached) return cached;
     const generation = this.cache.generation;
-    const key = await this.deps.repo.findLiveKey(hash);
+    const key = (await this.deps.repo.findLiveKey(hash)) ?? (await this.keyOfToken(hash));
     if (!key) return null;
     const who = identityOf(key);
     this.cache.put(hash, who, generation);
     return who;
+  }
+
+  /** The live key an unexpired access token was issued for: revoking the key ends its tokens. */
+  private async keyOfToken(hash: string): Promise<ApiKeyDoc | null> {
+    const token = await this.deps.repo.findToken(hash, this.now());
+    return token ? this.deps.repo.findLiveKeyById(token.keyId) : null;
+  }
+
+  /**
+   * OAuth2 client credentials (the RESO Web API's token endpoint): `clientId` is a key's id and `clientSecret` the
+   * key itself. Answers a bearer token that stands for the key for {@link ACCESS_TOKEN_SECONDS}, or why not.
+   */
+  async issueAccessToken(
+    clientId: string,
+    clientSecret: string,
+  ): Promise<{ token: string; expiresIn: number } | { refused: 'invalid_client' | 'unauthorized_client' }> {
+    const key = await this.deps.repo.findLiveKey(hashSecret(clientSecret));
+    if (!key || key.id !== clientId) return { refused: 'invalid_client' };
+    if (key.role !== 'admin' && key.role !== 'integration') return { refused: 'unauthorized_client' };
+    const token = `rt_${randomBytes(32).toString('base64url')}`;
+    const now = this.deps.clock();
+    await this.deps.repo.dropExpiredTokens(now.toISOString());
+    await this.deps.repo.insertToken({
+      id: newId('tok'),
+      hash: hashSecret(token),
+      keyId: key.id,
+      expiresAt: new Date(now.getTime() + ACCESS_TOKEN_SECONDS * 1000).toISOString(),
+    });
+    return { token, expiresIn: ACCESS_TOKEN_SECONDS };
   }
 
   /** Another replica revoked a key: it leaves this replica's cache now. */

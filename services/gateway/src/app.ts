@@ -5,6 +5,7 @@ import type { GatewayRuntime } from './compose';
 import { accessRoutes } from './routes/access.routes';
 import { installEdge } from './routes/edge.routes';
 import { jobEventsRoutes } from './routes/job-events.routes';
+import { resoTokenRoutes } from './routes/reso-token.routes';
 
 const JSON_BODY_LIMIT = 5 * 1024 * 1024;
 const UPLOAD_BODY_LIMIT = 600 * 1024 * 1024;
@@ -22,6 +23,7 @@ async function gateway(app: FastifyInstance, { runtime }: { runtime: GatewayRunt
     rateLimits: runtime.rateLimits,
   });
   await app.register(accessRoutes, { access: runtime.access });
+  await app.register(resoTokenRoutes, { access: runtime.access });
   // Served here rather than proxied: the gateway relays the workers' NATS progress notifications.
   await app.register(jobEventsRoutes, {
     bus: runtime.bus,

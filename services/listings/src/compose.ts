@@ -13,6 +13,8 @@ import { ReindexService, type ReindexReport } from './reindex.service';
 import { BULK_JOBS_COLLECTION, BulkJobRepository } from './repositories/bulk-job.repository';
 import { ListingIndexRepository } from './repositories/listing-index.repository';
 import { LISTINGS_COLLECTION, ListingRepository } from './repositories/listing.repository';
+import type { MediaReader } from './clients/media.client';
+import { ResoService } from './reso.service';
 import { SearchService } from './search.service';
 import { BulkWorker } from './workers/bulk.worker';
 
@@ -30,11 +32,17 @@ export interface ListingsDeps {
    */
   transaction?: Transaction;
   indexInStore?: boolean;
+  /** The media of listings, for the RESO Web API (over HTTP when distributed, a direct call embedded); none without it. */
+  media?: MediaReader;
+  /** Where clients reach the API (PUBLIC_BASE_URL): RESO links and media URLs are absolute with it. */
+  publicBaseUrl?: string;
 }
 
 export interface ListingsRuntime {
   service: ListingsService;
   search: SearchService;
+  reso: ResoService;
+  publicBaseUrl?: string;
   upserts: ListingUpsertService;
   bulk: BulkService;
   bulkWorker: BulkWorker;
@@ -64,6 +72,7 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   const inline = deps.transaction && deps.indexInStore ? { index, transaction: deps.transaction } : undefined;
   const service = new ListingsService({ listings, outbox: relay, clock, inline });
   const search = new SearchService({ index });
+  const reso = new ResoService({ index, media: deps.media ?? { forListings: async () => ({}) }, clock });
   const reindex = new ReindexService({ listings, index });
   const upserts = new ListingUpsertService({ writes: service, listings });
   const bulk = new BulkService({ jobs, outbox: relay, clock, log });
@@ -81,6 +90,8 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   return {
     service,
     search,
+    reso,
+    ...(deps.publicBaseUrl ? { publicBaseUrl: deps.publicBaseUrl } : {}),
     upserts,
     bulk,
     bulkWorker,

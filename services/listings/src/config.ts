@@ -6,6 +6,8 @@ import { z } from 'zod';
 export const configSchema = serviceEnv('listings', 3001)
   .extend({
     ELASTICSEARCH_URL: envUrl,
+    /** The media service: the RESO Web API's `$expand=Media` reads galleries there. */
+    MEDIA_URL: envUrl.default('http://127.0.0.1:3002'),
     /** The alias the search index is reached through. */
     ELASTICSEARCH_INDEX: z
       .string()
@@ -15,6 +17,7 @@ export const configSchema = serviceEnv('listings', 3001)
   .transform((e) => ({
     ...processConfig(e),
     elasticsearch: { url: e.ELASTICSEARCH_URL, index: e.ELASTICSEARCH_INDEX },
+    mediaUrl: e.MEDIA_URL,
   }));
 
 export type Config = ReturnType<typeof loadConfig>;

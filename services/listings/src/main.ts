@@ -1,6 +1,7 @@
 import { runServiceProcess } from '@estate/runtime';
 import { ElasticsearchListingIndex } from '@estate/search/elasticsearch-listing.index';
 import { listingsApp } from './app';
+import { MediaClient } from './clients/media.client';
 import { composeListings } from './compose';
 import { loadConfig } from './config';
 
@@ -11,6 +12,8 @@ void runServiceProcess({
   compose: ({ config, ...deps }) =>
     composeListings({
       ...deps,
+      media: new MediaClient({ mediaUrl: config.mediaUrl, signingSecret: config.signingSecret }),
+      ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
       index: ElasticsearchListingIndex.connect(config.elasticsearch.url, {
         alias: config.elasticsearch.index,
         log: deps.log,

@@ -124,6 +124,23 @@ export class GalleryService {
     };
   }
 
+  /**
+   * The shown media of many listings of the caller's account at once, in display order (the RESO Web API's
+   * `$expand=Media` of a page); listings without media, or not the caller's, have none.
+   */
+  async forListings(who: Identity, listingIds: readonly string[]): Promise<Record<string, Media[]>> {
+    assertRole(who, READERS, 'read media');
+    const out: Record<string, Media[]> = {};
+    if (listingIds.length === 0) return out;
+    const galleries = await this.deps.galleries.find(
+      { id: { $in: [...listingIds] }, accountId: who.accountId },
+      listingIds.length,
+    );
+    for (const gallery of galleries)
+      if (!gallery.listingDeleted) out[gallery.id] = shownMedia(gallery.id, gallery.items);
+    return out;
+  }
+
   async get(who: Identity, listingId: string, mediaId: string): Promise<Media> {
     assertRole(who, READERS, 'read media');
     const gallery = await this.ownedGallery(who, listingId);

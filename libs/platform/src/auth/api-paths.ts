@@ -17,13 +17,13 @@ function canonicalPath(raw: string): string {
 }
 
 /**
- * Whether a request needs an API key: everything under `/v1`. Decided by the route it matched (a pattern
+ * Whether a request needs an API key: everything under `/v1` and the RESO Web API under `/reso/odata`. Decided by the route it matched (a pattern
  * the router reached after decoding the path), so no spelling of a URL reaches a `/v1` route without a
  * key; a path that matched no route, by its canonical form, so probing unknown `/v1` paths needs one too.
  */
 export function needsApiKey(route: string | undefined, rawUrl: string): boolean {
   const path = route ?? canonicalPath(rawUrl);
-  return path === '/v1' || path.startsWith('/v1/');
+  return path === '/v1' || path.startsWith('/v1/') || path === '/reso/odata' || path.startsWith('/reso/odata/');
 }
 
 /** {@link needsApiKey} for a request, by the route it matched (or its canonical path when it matched none). */

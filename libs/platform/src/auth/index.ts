@@ -20,6 +20,7 @@ export {
   bodyDigest,
   IDENTITY_HEADER,
   MAX_AGE_MS,
+  ORIGIN_HEADER,
   signRequest,
   SIGNATURE_HEADER,
   verifyRequest,
@@ -38,7 +39,7 @@ export { isApiRequest, needsApiKey } from './api-paths';
  */
 export const TRUSTED_CALLERS: Record<string, Partial<Record<Caller, readonly string[] | '*'>>> = {
   listings: { gateway: '*', media: ['GET'] },
-  media: { gateway: '*', webhooks: ['GET'] },
+  media: { gateway: '*', webhooks: ['GET'], listings: ['GET'] },
   leads: { gateway: '*', webhooks: ['GET'] },
   webhooks: { gateway: '*' },
 };

@@ -4,6 +4,8 @@ import type { NonceCache } from './nonce-cache';
 
 export const IDENTITY_HEADER = 'x-estate-identity';
 export const SIGNATURE_HEADER = 'x-estate-signature';
+/** Where the client reached the gateway (`https://api.example.com`), for links a service writes into its answers. */
+export const ORIGIN_HEADER = 'x-estate-origin';
 
 /** How old a signed request may be. */
 export const MAX_AGE_MS = 60_000;

@@ -1,5 +1,5 @@
 import replyFrom from '@fastify/reply-from';
-import { bodyDigest, IDENTITY_HEADER, signRequest, SIGNATURE_HEADER } from '@estate/platform/auth';
+import { bodyDigest, IDENTITY_HEADER, ORIGIN_HEADER, signRequest, SIGNATURE_HEADER } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import { sendProblem, type OpenApiDoc } from '@estate/platform/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
@@ -16,6 +16,7 @@ const STRIPPED_REQUEST_HEADERS = [
   'authorization',
   IDENTITY_HEADER,
   SIGNATURE_HEADER,
+  ORIGIN_HEADER,
   'connection',
   // Every body is forwarded whole, with its length.
   'transfer-encoding',
@@ -32,7 +33,11 @@ export interface UpstreamUrls {
 /** Which service answers which paths in the distributed profile. */
 export function upstreamsFor(urls: UpstreamUrls): Upstream[] {
   return [
-    { name: 'listings', url: urls.listings, routes: ['/v1/listings', '/v1/listings/*', '/v1/jobs/*'] },
+    {
+      name: 'listings',
+      url: urls.listings,
+      routes: ['/v1/listings', '/v1/listings/*', '/v1/jobs/*', '/reso/odata', '/reso/odata/*'],
+    },
     { name: 'media', url: urls.media, routes: ['/v1/listings/:id/media', '/v1/listings/:id/media/*', '/files/*'] },
     {
       name: 'leads',
@@ -85,6 +90,10 @@ export async function proxyToUpstreams(
             ? { body: bytes, contentType: request.headers['content-type'] ?? 'application/json' }
             : {};
         const digest = bodyDigest(bytes);
+        // What the proxy sends: the URL as WHATWG URL writes it (a quote in a RESO $filter becomes %27), and the
+        // signature must cover exactly that.
+        const sent = new URL(request.url, 'http://upstream.invalid');
+        const forwardedUrl = `${sent.pathname}${sent.search}`;
         return reply.from(request.url, {
           // A 503 (an engine away) goes back to the client with its Retry-After at once; by default a GET
           // would be retried up to 10 times, holding the request for as long as the outage lasts.
@@ -94,6 +103,7 @@ export async function proxyToUpstreams(
             const out: Record<string, string | string[] | undefined> = { ...headers };
             for (const h of STRIPPED_REQUEST_HEADERS) delete out[h];
             out['x-request-id'] = request.id;
+            out[ORIGIN_HEADER] = `${request.protocol}://${request.host}`;
             if (request.identity)
               Object.assign(
                 out,
@@ -101,7 +111,7 @@ export async function proxyToUpstreams(
                   caller: 'gateway',
                   secret: options.signingSecret,
                   method: request.method,
-                  url: request.url,
+                  url: forwardedUrl,
                   digest,
                 }),
               );

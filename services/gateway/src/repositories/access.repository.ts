@@ -27,6 +27,14 @@ export interface ApiKeyDoc {
   revokedAt?: string;
 }
 
+/** An OAuth2 access token issued for a key (RESO Web API client credentials); only its sha256 is kept. */
+export interface AccessTokenDoc {
+  id: string;
+  hash: string;
+  keyId: string;
+  expiresAt: string;
+}
+
 const KEY_ORDER: SortOrder = { field: 'createdAt', direction: 1 };
 
 /** Accounts and API keys. */
@@ -34,6 +42,7 @@ export class AccessRepository {
   private constructor(
     private readonly accounts: DocumentCollection<AccountDoc>,
     private readonly keys: DocumentCollection<ApiKeyDoc>,
+    private readonly tokens: DocumentCollection<AccessTokenDoc>,
   ) {}
 
   static async open(store: DocumentStore): Promise<AccessRepository> {
@@ -45,7 +54,11 @@ export class AccessRepository {
       { fields: { accountId: 1, createdAt: 1 } },
       { fields: { accountId: 1, agentId: 1 } },
     ]);
-    return new AccessRepository(accounts, keys);
+    const tokens = await store.collection<AccessTokenDoc>('access_tokens', [
+      { fields: { hash: 1 }, unique: true },
+      { fields: { expiresAt: 1 } },
+    ]);
+    return new AccessRepository(accounts, keys, tokens);
   }
 
   async insertAccount(doc: AccountDoc): Promise<void> {
@@ -86,6 +99,24 @@ export class AccessRepository {
 
   findLiveKey(hash: string): Promise<ApiKeyDoc | null> {
     return this.keys.findOne({ hash, revokedAt: { $exists: false } });
+  }
+
+  findLiveKeyById(id: string): Promise<ApiKeyDoc | null> {
+    return this.keys.findOne({ id, revokedAt: { $exists: false } });
+  }
+
+  async insertToken(doc: AccessTokenDoc): Promise<void> {
+    await this.tokens.insertOne(doc);
+  }
+
+  /** A token not yet expired at `now`. */
+  findToken(hash: string, now: string): Promise<AccessTokenDoc | null> {
+    return this.tokens.findOne({ hash, expiresAt: { $gt: now } });
+  }
+
+  /** Forgets expired tokens. */
+  dropExpiredTokens(now: string): Promise<number> {
+    return this.tokens.deleteMany({ expiresAt: { $lte: now } });
   }
 
   listLiveKeys(accountId: string): Promise<ApiKeyDoc[]> {

@@ -6,11 +6,12 @@ import { AppError } from '@estate/platform/errors';
 import type { Identity } from '@estate/contracts/accounts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyRateLimitStoreCtor as RateLimitStoreCtor } from '@fastify/rate-limit';
-import { isApiRequest } from '@estate/platform/auth';
+import { isApiRequest, ORIGIN_HEADER } from '@estate/platform/auth';
 import { hashSecret } from '../access.rules';
 import type { AccessService } from '../access.service';
 import type { IdempotencyService } from '../idempotency.service';
 import { keptBody } from '../idempotency.rules';
+import { RESO_TOKEN_PATH } from './reso-token.routes';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -103,7 +104,11 @@ function guardApi(
   limit: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
 ): void {
   app.addHook('onRequest', async (request, reply) => {
-    if (!isApiRequest(request)) return;
+    if (!isApiRequest(request)) {
+      // The token endpoint takes no key but is limited like one (guessing secrets counts against the address).
+      if (request.routeOptions.url === RESO_TOKEN_PATH) await limit(request, reply);
+      return;
+    }
     await limit(request, reply);
     const who = await identityOf(request, access);
     if (!who) {
@@ -167,6 +172,10 @@ export async function installEdge(
   app: FastifyInstance,
   options: { access: AccessService; idempotency: IdempotencyService; rateLimits: EdgeRateLimits },
 ): Promise<void> {
+  // Only the gateway says where a client reached it (its proxy sets the header anew): a client's own is dropped.
+  app.addHook('onRequest', async (request) => {
+    delete request.headers[ORIGIN_HEADER];
+  });
   guardApi(app, options.access, await rateLimiter(app, options.access, options.rateLimits));
   keepIdempotentAnswers(app, options.idempotency);
 }

@@ -1,4 +1,12 @@
-import type { IndexedListing, ListingIndex, ListingRemoval, ListingSearch, ListingSearchResult } from '@estate/search';
+import type {
+  FieldQuery,
+  FieldQueryResult,
+  IndexedListing,
+  ListingIndex,
+  ListingRemoval,
+  ListingSearch,
+  ListingSearchResult,
+} from '@estate/search';
 
 /**
  * The listings search index, whichever adapter serves it. Versions make every write idempotent:
@@ -31,6 +39,11 @@ export class ListingIndexRepository {
 
   search(search: ListingSearch): Promise<ListingSearchResult> {
     return this.index.search(search);
+  }
+
+  /** The RESO Web API's queries over the listings' Data Dictionary fields. */
+  select(query: FieldQuery): Promise<FieldQueryResult> {
+    return this.index.select(query);
   }
 
   refresh(): Promise<void> {

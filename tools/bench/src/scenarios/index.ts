@@ -4,8 +4,9 @@ import { distributed } from './distributed';
 import { leads } from './leads';
 import { listingsGet } from './listings-get';
 import { media } from './media';
+import { reso } from './reso';
 import { search } from './search';
 import { webhooks } from './webhooks';
 
 /** Every scenario, in the order a plain `npm run bench` runs them. */
-export const scenarios: readonly Scenario[] = [listingsGet, search, media, bulk, leads, webhooks, distributed];
+export const scenarios: readonly Scenario[] = [listingsGet, search, reso, media, bulk, leads, webhooks, distributed];

@@ -336,7 +336,7 @@ export const search: Scenario = {
   },
 };
 
-async function dropBenchIndex(url: string, alias: string): Promise<void> {
+export async function dropBenchIndex(url: string, alias: string): Promise<void> {
   const res = await fetch(`${url}/${alias}-*`);
   if (!res.ok) return;
   for (const index of Object.keys((await res.json()) as Record<string, unknown>))

@@ -1,0 +1,5 @@
+export * from './errors';
+export * from './filter';
+export * from './mapping';
+export * from './edmx';
+export * from './query';

@@ -1,0 +1,122 @@
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { o } from 'odata';
+import sharp from 'sharp';
+import {
+  commander,
+  commanderAvailable,
+  COMMANDER_PARAMETERS,
+  describeWithEngines,
+  eventually,
+  seedCoreListings,
+} from '@estate/testing';
+import { apiClient, startCluster, type Api, type Cluster } from './harness';
+
+/**
+ * Tier 3: the RESO Web API in the distributed profile. The gateway authenticates keys and client-credentials tokens
+ * and forwards /reso/odata to the listings service, which filters on Elasticsearch and reads galleries from the media
+ * service for $expand=Media. RESO's own Core tests and an OData client from the registry run against the gateway.
+ */
+type Row = Record<string, unknown>;
+type Page = { value: Row[]; '@odata.nextLink'?: string };
+const MINUTES = 60_000;
+
+describeWithEngines(
+  'RESO Web API through the gateway (separate processes, MongoDB, NATS, Elasticsearch)',
+  ['MONGODB_URL', 'NATS_URL', 'ELASTICSEARCH_URL'],
+  (urls) => {
+    let cluster: Cluster;
+    let api: Api;
+    let ids: string[];
+
+    beforeAll(async () => {
+      cluster = await startCluster({ name: 'sysreso', engines: urls, keys: { platform: false }, logLevel: 'warn' });
+      api = apiClient(cluster.gateway, cluster.keys.admin);
+      ids = await seedCoreListings(cluster.gateway, cluster.keys.admin);
+      const jpeg = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#a63' } })
+        .jpeg()
+        .toBuffer();
+      const form = new FormData();
+      form.append('file', new Blob([jpeg], { type: 'image/jpeg' }), 'a.jpg');
+      form.append('file', new Blob([jpeg], { type: 'image/jpeg' }), 'b.jpg');
+      expect((await api('POST', `/v1/listings/${ids[0]}/media`, form)).status).toBe(201);
+      // Search follows the events: every listing, and the first one's two photos, are there before the tests.
+      await eventually(
+        async () => {
+          const page = await api('GET', `/reso/odata/Property?$count=true&$top=0`);
+          expect(page.body['@odata.count']).toBe(ids.length);
+          const first = await api('GET', `/reso/odata/Property('${ids[0]}')?$select=PhotosCount`);
+          expect(first.body.PhotosCount).toBe(2);
+          const media = await api('GET', `/reso/odata/Property('${ids[0]}')/Media`);
+          expect(media.body.value).toHaveLength(2);
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+    }, 3 * MINUTES);
+
+    afterAll(async () => {
+      await cluster?.stop();
+    }, MINUTES);
+
+    it('replicates listings with their photos through the gateway with a client-credentials token and nextLinks', async () => {
+      const key = (await api('POST', '/v1/api-keys', { name: 'portal', role: 'integration' })).body;
+      const issued = await fetch(`${cluster.gateway}/reso/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: key.id, client_secret: key.secret }),
+      });
+      expect(issued.status).toBe(200);
+      const token = ((await issued.json()) as { access_token: string }).access_token;
+      const client = () =>
+        o(`${cluster.gateway}/reso/odata/`, {
+          fragment: '',
+          headers: { authorization: `Bearer ${token}`, prefer: 'odata.maxpagesize=4' },
+        });
+      const pages: Page[] = [
+        (await client()
+          .get('Property')
+          .query({ $orderby: 'ModificationTimestamp,ListingKey', $expand: 'Media' })) as Page,
+      ];
+      for (let next = pages[0]['@odata.nextLink']; next; next = pages[pages.length - 1]['@odata.nextLink']) {
+        expect(next.startsWith(`${cluster.gateway}/reso/odata/Property?`)).toBe(true);
+        pages.push((await client().get(next).query()) as Page);
+      }
+      const rows = pages.flatMap((p) => p.value);
+      expect(pages).toHaveLength(Math.ceil(ids.length / 4));
+      expect(rows.map((r) => r.ListingKey).sort()).toEqual([...ids].sort());
+      const photos = rows.find((r) => r.ListingKey === ids[0])!.Media as Row[];
+      expect(photos.map((m) => m.Order)).toEqual([0, 1]);
+      const image = await fetch(String(photos[0].MediaURL));
+      expect(image.status).toBe(200);
+      const agent = await fetch(`${cluster.gateway}/reso/odata/Property`);
+      expect(agent.status).toBe(401);
+    });
+
+    it(
+      "passes RESO's Web API Core 2.0 tests and the Data Dictionary metadata checks",
+      async () => {
+        if (!(await commanderAvailable())) return;
+        const core = await commander([
+          'core',
+          `${cluster.gateway}/reso/odata`,
+          cluster.keys.admin,
+          ids[0],
+          ...COMMANDER_PARAMETERS,
+        ]);
+        expect({ last: core.last, failures: core.code === 0 ? '' : core.output.slice(-4000) }).toEqual({
+          last: expect.stringMatching(/^commander_core passed=4\d failed=0 skipped=\d$/),
+          failures: '',
+        });
+        const metadata = await fetch(`${cluster.gateway}/reso/odata/$metadata`, {
+          headers: { authorization: `Bearer ${cluster.keys.admin}` },
+        });
+        const file = join(tmpdir(), `reso-metadata-sys-${process.pid}.xml`);
+        writeFileSync(file, await metadata.text());
+        const checked = await commander(['metadata', file]);
+        expect(checked.last).toMatch(/^commander_metadata passed=[1-9]\d* failed=0 skipped=\d+$/);
+      },
+      20 * MINUTES,
+    );
+  },
+);
