@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError } from '../errors';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -137,6 +137,20 @@ export const DOCS_CSP = [
   "style-src 'self' 'unsafe-inline'",
 ].join('; ');
 
+/**
+ * Fastify's request log lines, the completion line naming the method and URL (redacted by the `req` serializer)
+ * too: a line read alone says which request it ends.
+ */
+class RequestLogController extends LogController {
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error || this.isLogDisabled(request)) return super.requestCompleted(error, request, reply);
+    reply.log.info(
+      { req: { method: request.method, url: request.url }, res: reply, responseTime: reply.elapsedTime },
+      'request completed',
+    );
+  }
+}
+
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface HttpAppOptions {
@@ -174,7 +188,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     loggerInstance: options.logger.child({}, { serializers: { req: requestSerializer } }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     requestIdHeader: false,
-    logController: new LogController({
+    logController: new RequestLogController({
       requestIdLogLabel: 'requestId',
       // Probes and scrapes would drown the access log.
       disableRequestLogging: (request) => request.url.startsWith('/health/') || request.url === '/metrics',
