@@ -1692,12 +1692,23 @@ export interface components {
             events: string[];
             description: string | null;
             enabled: boolean;
+            /**
+             * @description `active`; `failing` (the last attempt failed); `target_refused` (the last attempt was refused before connecting: the target is http, private, loopback or link-local and the server does not allow it, see `lastError`); `disabled`
+             * @enum {string}
+             */
+            state: "active" | "failing" | "target_refused" | "disabled";
+            /** @description Why the endpoint's last attempt failed; null once an attempt succeeds */
+            lastError: string | null;
             /** @description Why the service disabled the endpoint (failing for 5 days); null when enabled or disabled by a user */
             disabledReason: string | null;
             /** @description First failed attempt since the last success */
             failingSince: string | null;
             /** @description The first characters of the signing secret, to tell secrets apart */
             secretPrefix: string;
+            /** @description After a rotation, the first characters of the secret it replaced, while deliveries still carry its signature */
+            previousSecretPrefix: string | null;
+            /** @description Until then deliveries carry two signatures, by the new secret and by the one it replaced (`v1,<new> v1,<old>`); null when there is only one */
+            previousSecretExpiresAt: string | null;
             version: number;
             createdAt: string;
             updatedAt: string;
@@ -1771,12 +1782,23 @@ export interface components {
             events: string[];
             description: string | null;
             enabled: boolean;
+            /**
+             * @description `active`; `failing` (the last attempt failed); `target_refused` (the last attempt was refused before connecting: the target is http, private, loopback or link-local and the server does not allow it, see `lastError`); `disabled`
+             * @enum {string}
+             */
+            state: "active" | "failing" | "target_refused" | "disabled";
+            /** @description Why the endpoint's last attempt failed; null once an attempt succeeds */
+            lastError: string | null;
             /** @description Why the service disabled the endpoint (failing for 5 days); null when enabled or disabled by a user */
             disabledReason: string | null;
             /** @description First failed attempt since the last success */
             failingSince: string | null;
             /** @description The first characters of the signing secret, to tell secrets apart */
             secretPrefix: string;
+            /** @description After a rotation, the first characters of the secret it replaced, while deliveries still carry its signature */
+            previousSecretPrefix: string | null;
+            /** @description Until then deliveries carry two signatures, by the new secret and by the one it replaced (`v1,<new> v1,<old>`); null when there is only one */
+            previousSecretExpiresAt: string | null;
             version: number;
             createdAt: string;
             updatedAt: string;
