@@ -1,12 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { build } from 'esbuild';
 import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
-import { eventually, REPO_ROOT } from '@estate/testing';
+import { eventually, fixedPort, REPO_ROOT } from '@estate/testing';
 import {
   extractSnippets,
   fillPlaceholders,
@@ -36,19 +35,13 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
     'installs and starts database engines and runs every test tier',
   'docs/webhooks.md: npm run cli -- webhooks listen --forward-to http://127.0.0.1:4000/hook':
     'runs until Ctrl-C; apps/cli/test/webhooks-listen.int.test.ts runs it and verifies what it forwards',
+  'README.md: STRESS_RUNS=3 REQUIRE_ENGINES=1 npm run test:stress -- npx jest test/system/webhooks.system.test.ts':
+    'runs a test suite three times under a CPU hog on every core: a stress run of the tests, not a test',
   'README.md: npm run bench              # full run; results in bench/results/latest.{json,md}':
     'benchmarks measure timings for minutes; tests never do',
 };
 
 const ADMIN = 'ek_docs_test_admin_key_0123456789abcdef';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface StepResult {
   status: number | null;
@@ -279,7 +272,7 @@ describe('the documents run as written', () => {
 describe('README.md', () => {
   let run: DocumentRun;
   beforeAll(async () => {
-    run = new DocumentRun(await freePort(), {});
+    run = new DocumentRun(await fixedPort(), {});
     await photos(run.cwd);
   });
   afterAll(() => run.close());
@@ -299,7 +292,7 @@ function withProduct(file: string, tests: (get: () => DocumentRun) => void) {
   describe(file, () => {
     let run: DocumentRun;
     beforeAll(async () => {
-      run = new DocumentRun(await freePort(), {
+      run = new DocumentRun(await fixedPort(), {
         ADMIN_API_KEY: ADMIN,
         // The keys the documents name: an admin key serves for every one of them.
         KEY: ADMIN,
@@ -365,7 +358,7 @@ withProduct('docs/webhooks.md', (run) => {
   it('verifies a delivery with the receiver as written', async () => {
     const { bundled } = await bundle(run(), receiver);
     const secret = 'whsec_' + Buffer.from('docs-test-secret-0123456789abcdef').toString('base64');
-    const port = await freePort();
+    const port = await fixedPort();
     const child = run().spawn(process.execPath, [bundled], { ESTATE_WEBHOOK_SECRET: secret, PORT: String(port) });
     let output = '';
     child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
