@@ -20,6 +20,8 @@ const schema = z.object({
     .string()
     .regex(/^\d{1,10}(,\d{1,10})*$/, 'must be a comma list of milliseconds, e.g. 5000,300000')
     .optional(),
+  /** Hours a rotated-out webhook signing secret keeps signing beside the new one (default 24; 0: not at all). */
+  WEBHOOKS_SECRET_OVERLAP_HOURS: z.coerce.number().min(0).max(168).optional(),
 });
 
 export interface EmbeddedConfig {
@@ -39,7 +41,7 @@ export interface EmbeddedConfig {
   /** Readable log lines (LOG_PRETTY); unset: readable on a terminal. */
   logPretty?: boolean;
   /** Webhook delivery settings (defaults: public https targets only, the standard retry schedule). */
-  webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[] };
+  webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[]; secretOverlapMs?: number };
   /** How long a request may take to arrive, headers and body (30 s unless given; tests shorten it). */
   requestTimeoutMs?: number;
 }
@@ -61,6 +63,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     webhooks: {
       allowPrivateTargets: e.WEBHOOKS_ALLOW_PRIVATE_TARGETS === '1',
       ...(e.WEBHOOKS_RETRY_SCHEDULE ? { retryScheduleMs: e.WEBHOOKS_RETRY_SCHEDULE.split(',').map(Number) } : {}),
+      ...(e.WEBHOOKS_SECRET_OVERLAP_HOURS !== undefined
+        ? { secretOverlapMs: e.WEBHOOKS_SECRET_OVERLAP_HOURS * 3_600_000 }
+        : {}),
     },
   });
 }

@@ -69,4 +69,30 @@ describe('/docs in a real browser', () => {
     expect(text).not.toMatch(/Could not resolve reference/i);
     expect(failures).toEqual([]);
   }, 90_000);
+
+  it("carries the product's name, not the UI's, and integer examples without safe-integer bounds", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${base}/docs`, { waitUntil: 'networkidle0', timeout: 30_000 });
+    const operation = '#operations-listings-getListing';
+    await page.waitForSelector(`${operation} .opblock-summary-control`, { timeout: 30_000 });
+    expect(await page.title()).toBe('Estate listings and leads API');
+    const logo = await page.$eval('.topbar img', (el) => (el as unknown as { src: string }).src);
+    expect(logo.startsWith('data:image/svg+xml;base64,')).toBe(true);
+    expect(Buffer.from(logo.split(',')[1], 'base64').toString('utf8')).toContain('Estate listings and leads API');
+    const icon = await page.$eval('link[rel="icon"]', (el) => (el as unknown as { href: string }).href);
+    expect(icon).toMatch(/\/docs\/static\/theme\/favicon\.svg$/);
+    const html = await page.content();
+    expect(html).not.toMatch(/<title>Swagger UI/);
+
+    await page.click(`${operation} .opblock-summary-control`);
+    await page.waitForSelector(`${operation} .responses-wrapper .example, ${operation} .responses-wrapper pre`, {
+      timeout: 30_000,
+    });
+    const answers = await page.$eval(
+      `${operation} .responses-wrapper`,
+      (el) => (el as unknown as { innerText: string }).innerText,
+    );
+    expect(answers).toContain('"version": 0');
+    expect(answers).not.toContain('9007199254740991');
+  }, 90_000);
 });

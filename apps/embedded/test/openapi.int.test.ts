@@ -88,6 +88,28 @@ describe('the OpenAPI document at /openapi.json', () => {
     expect(doc.servers).toEqual([expect.objectContaining({ url: 'https://api.brokerage.test' })]);
   });
 
+  it('shows no bound the contracts do not mean, and on each operation only the errors it can answer', () => {
+    expect(JSON.stringify(doc)).not.toContain(String(Number.MAX_SAFE_INTEGER));
+    const listing = doc.components.schemas.Listing;
+    expect(listing.properties.version).toEqual(expect.objectContaining({ type: 'integer' }));
+    expect(listing.properties.version.minimum).toBeUndefined();
+    for (const [method, path, op] of operations(doc)) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const codes = Object.keys(op.responses);
+      const ifMatch = (op.parameters ?? []).some((p: Json) => p.$ref === '#/components/parameters/IfMatch');
+      if (method === 'get') {
+        expect([where, codes.filter((c) => ['409', '413', '415'].includes(c))]).toEqual([where, []]);
+        if (!path.includes('{')) expect([where, codes.includes('404')]).toEqual([where, false]);
+      }
+      if (!ifMatch) expect([where, codes.includes('412')]).toEqual([where, false]);
+    }
+    const byId = Object.fromEntries(operations(doc).map(([, , op]) => [op.operationId, op]));
+    expect(Object.keys(byId.getWebhook.responses)).toEqual(
+      expect.arrayContaining(['200', '401', '403', '404', '422', '429']),
+    );
+    expect(Object.keys(byId.updateListing.responses)).toEqual(expect.arrayContaining(['409', '412', '413', '415']));
+  });
+
   it("passes Redocly's recommended rules with no error and no warning", async () => {
     const file = join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(doc));

@@ -87,6 +87,8 @@ export const webhookPatch = z
   .meta({ id: 'WebhookPatch', examples: [examples.webhookPatch] });
 export type WebhookPatch = z.infer<typeof webhookPatch>;
 
+export const webhookStates = ['active', 'failing', 'target_refused', 'disabled'] as const;
+
 export const webhook = z
   .object({
     id: z.string(),
@@ -94,12 +96,29 @@ export const webhook = z
     events: z.array(z.string()),
     description: z.string().nullable(),
     enabled: z.boolean(),
+    state: z
+      .enum(webhookStates)
+      .describe(
+        '`active`; `failing` (the last attempt failed); `target_refused` (the last attempt was refused before connecting: the target is http, private, loopback or link-local and the server does not allow it, see `lastError`); `disabled`',
+      ),
+    lastError: z.string().nullable().describe("Why the endpoint's last attempt failed; null once an attempt succeeds"),
     disabledReason: z
       .string()
       .nullable()
       .describe('Why the service disabled the endpoint (failing for 5 days); null when enabled or disabled by a user'),
     failingSince: z.string().nullable().describe('First failed attempt since the last success'),
     secretPrefix: z.string().describe('The first characters of the signing secret, to tell secrets apart'),
+    previousSecretPrefix: z
+      .string()
+      .nullable()
+      .describe(
+        'After a rotation, the first characters of the secret it replaced, while deliveries still carry its signature',
+      ),
+    previousSecretExpiresAt: isoDateTime
+      .nullable()
+      .describe(
+        'Until then deliveries carry two signatures, by the new secret and by the one it replaced (`v1,<new> v1,<old>`); null when there is only one',
+      ),
     version: z.number().int(),
     createdAt: z.string(),
     updatedAt: z.string(),

@@ -28,6 +28,8 @@ export interface WebhooksOptions {
   pollMs: number;
   /** How long a feed event waits before readers see it (lets concurrent writers of earlier numbers finish). */
   feedSettleMs: number;
+  /** How long a rotated-out signing secret keeps signing deliveries beside the new one (0: not at all). */
+  secretOverlapMs: number;
 }
 
 export const defaultWebhooksOptions: WebhooksOptions = {
@@ -38,6 +40,7 @@ export const defaultWebhooksOptions: WebhooksOptions = {
   endpointConcurrency: 16,
   pollMs: 500,
   feedSettleMs: 1000,
+  secretOverlapMs: 24 * 60 * 60 * 1000,
 };
 
 export interface WebhooksRuntime {
@@ -87,6 +90,7 @@ export async function composeWebhooks(deps: {
     deliveries: deliveryRepo,
     secrets,
     targetRefusal: (url) => receiver.refusal(url),
+    secretOverlapMs: options.secretOverlapMs,
     clock,
   });
   const deliveries = new DeliveriesService({ endpoints, deliveries: deliveryRepo, onQueued, clock });

@@ -27,6 +27,8 @@ export const configSchema = serviceEnv('webhooks', 3004)
     /** Deliveries sent at once by this process, and at once to one endpoint. */
     WEBHOOKS_CONCURRENCY: z.coerce.number().int().min(1).max(1024).optional(),
     WEBHOOKS_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(64).optional(),
+    /** Hours a rotated-out signing secret keeps signing deliveries beside the new one (default 24; 0: not at all). */
+    WEBHOOKS_SECRET_OVERLAP_HOURS: z.coerce.number().min(0).max(168).optional(),
     /** Key that encrypts the stored signing secrets; derived from INTERNAL_SIGNING_SECRET unless given. */
     WEBHOOKS_SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   })
@@ -40,6 +42,9 @@ export const configSchema = serviceEnv('webhooks', 3004)
       ...(e.WEBHOOKS_LEASE_MS ? { leaseMs: e.WEBHOOKS_LEASE_MS } : {}),
       ...(e.WEBHOOKS_CONCURRENCY ? { concurrency: e.WEBHOOKS_CONCURRENCY } : {}),
       ...(e.WEBHOOKS_ENDPOINT_CONCURRENCY ? { endpointConcurrency: e.WEBHOOKS_ENDPOINT_CONCURRENCY } : {}),
+      ...(e.WEBHOOKS_SECRET_OVERLAP_HOURS !== undefined
+        ? { secretOverlapMs: e.WEBHOOKS_SECRET_OVERLAP_HOURS * 3_600_000 }
+        : {}),
     },
   }));
 

@@ -4,7 +4,7 @@ import type { ReceiverClient } from './clients/receiver.client';
 import { afterAttempt, isSuccess, shouldDisable } from './delivery.rules';
 import type { DeliveryDoc, DeliveryRepository } from './repositories/delivery.repository';
 import type { EndpointRepository } from './repositories/endpoint.repository';
-import type { SecretBox } from './secrets.rules';
+import { previousSecretInForce, type SecretBox } from './secrets.rules';
 
 /** Opened secrets kept in memory, at most (the endpoints of a busy process). */
 const OPENED_KEPT = 10_000;
@@ -41,7 +41,13 @@ export class DeliveryAttemptService {
       return;
     }
     const sentAt = this.deps.clock();
-    const signature = new Webhook(this.secretOf(endpoint.secretSealed)).sign(doc.eventId, sentAt, doc.body);
+    // After a rotation, the replaced secret signs too for a while: a receiver verifies with either.
+    const secrets = [endpoint.secretSealed];
+    if (previousSecretInForce(endpoint, sentAt) && endpoint.previousSecretSealed)
+      secrets.push(endpoint.previousSecretSealed);
+    const signature = secrets
+      .map((sealed) => new Webhook(this.secretOf(sealed)).sign(doc.eventId, sentAt, doc.body))
+      .join(' ');
     const answer = await this.deps.receiver.post(endpoint.url, doc.body, {
       'webhook-id': doc.eventId,
       'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
@@ -72,14 +78,28 @@ export class DeliveryAttemptService {
       );
 
     if (ok) {
-      if (endpoint.failingSince) await this.deps.endpoints.markHealthy(endpoint.id, now.toISOString());
+      if (endpoint.failingSince || endpoint.lastError)
+        await this.deps.endpoints.markHealthy(endpoint.id, now.toISOString());
       return;
     }
-    this.deps.log.info(
-      { deliveryId: doc.id, webhookId: endpoint.id, status: answer.status, error: answer.error, attempts },
-      'webhook delivery attempt failed',
-    );
-    const failing = await this.deps.endpoints.markFailing(endpoint.id, now.toISOString());
+    const failure = {
+      deliveryId: doc.id,
+      webhookId: endpoint.id,
+      status: answer.status,
+      error: answer.error,
+      attempts,
+    };
+    // A refused target fails every attempt until the endpoint or the server's settings change: worth an operator's eye.
+    if (answer.refused)
+      this.deps.log.warn(
+        failure,
+        'webhook target refused: it is http, private, loopback or link-local; change the endpoint URL, or allow such targets with WEBHOOKS_ALLOW_PRIVATE_TARGETS=1 (development only)',
+      );
+    else this.deps.log.info(failure, 'webhook delivery attempt failed');
+    const failing = await this.deps.endpoints.markFailing(endpoint.id, now.toISOString(), {
+      error: $set.lastError as string,
+      targetRefused: answer.refused === true,
+    });
     if (failing && shouldDisable(failing.failingSince, now)) {
       await this.deps.endpoints.disable(endpoint.id, 'Every delivery failed for 5 days', now.toISOString());
       this.deps.log.warn({ webhookId: endpoint.id }, 'webhook endpoint disabled after failing for 5 days');

@@ -12,19 +12,24 @@ import { newId } from '@estate/platform/ids';
 import { updateVersioned, type Update } from '@estate/store';
 import type { EndpointDoc, EndpointRepository } from './repositories/endpoint.repository';
 import type { DeliveryRepository } from './repositories/delivery.repository';
-import { newSigningSecret, secretPrefix, type SecretBox } from './secrets.rules';
+import { newSigningSecret, previousSecretInForce, secretPrefix, type SecretBox } from './secrets.rules';
 
-/** An endpoint as its owner sees it: never the secret. */
-export function toWebhook(doc: EndpointDoc): Webhook {
+/** An endpoint as its owner sees it at `now`: never a secret. */
+export function toWebhook(doc: EndpointDoc, now: Date): Webhook {
+  const previous = previousSecretInForce(doc, now);
   return {
     id: doc.id,
     url: doc.url,
     events: doc.events,
     description: doc.description ?? null,
     enabled: doc.enabled,
+    state: !doc.enabled ? 'disabled' : doc.targetRefused ? 'target_refused' : doc.failingSince ? 'failing' : 'active',
+    lastError: doc.lastError ?? null,
     disabledReason: doc.disabledReason ?? null,
     failingSince: doc.failingSince ?? null,
     secretPrefix: doc.secretPrefix,
+    previousSecretPrefix: previous ? (doc.previousSecretPrefix ?? null) : null,
+    previousSecretExpiresAt: previous ? (doc.previousSecretExpiresAt ?? null) : null,
     version: doc.version,
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
@@ -42,6 +47,8 @@ export class EndpointsService {
       secrets: SecretBox;
       /** Why a URL may not be a target (form, then resolved addresses), or null. */
       targetRefusal: (url: string) => Promise<string | null>;
+      /** How long a rotated-out secret keeps signing deliveries beside the new one (0: not at all). */
+      secretOverlapMs: number;
       clock: () => Date;
     },
   ) {}
@@ -66,18 +73,18 @@ export class EndpointsService {
       createdAt: now,
       updatedAt: now,
     });
-    return { ...toWebhook(doc), secret };
+    return { ...toWebhook(doc, this.deps.clock()), secret };
   }
 
   async list(who: Identity, query: WebhookListQuery) {
     assertRole(who, ADMIN_ONLY, 'manage webhooks');
     const page = await this.deps.endpoints.list(who.accountId, query);
-    return { ...page, items: page.items.map(toWebhook) };
+    return { ...page, items: page.items.map((doc) => toWebhook(doc, this.deps.clock())) };
   }
 
   async get(who: Identity, id: string): Promise<Webhook> {
     assertRole(who, ADMIN_ONLY, 'manage webhooks');
-    return toWebhook(await this.owned(who, id));
+    return toWebhook(await this.owned(who, id), this.deps.clock());
   }
 
   async update(who: Identity, id: string, patch: WebhookPatch, ifMatch?: number): Promise<Webhook> {
@@ -92,7 +99,11 @@ export class EndpointsService {
           $set: { updatedAt: this.deps.clock().toISOString() },
           $unset: {},
         };
-        if (patch.url !== undefined) update.$set.url = patch.url;
+        // A new target starts afresh: the failures of the old one say nothing about it.
+        if (patch.url !== undefined && patch.url !== current.url) {
+          update.$set.url = patch.url;
+          Object.assign(update.$unset, { failingSince: true, lastError: true, targetRefused: true });
+        }
         if (patch.events !== undefined) update.$set.events = patch.events;
         if (patch.description === null || patch.description === '') update.$unset.description = true;
         else if (patch.description !== undefined) update.$set.description = patch.description;
@@ -100,12 +111,17 @@ export class EndpointsService {
           update.$set.enabled = patch.enabled;
           // Enabling again starts afresh: the failure record that disabled it no longer applies.
           if (patch.enabled && !current.enabled)
-            Object.assign(update.$unset, { disabledReason: true, failingSince: true });
+            Object.assign(update.$unset, {
+              disabledReason: true,
+              failingSince: true,
+              lastError: true,
+              targetRefused: true,
+            });
         }
         return this.deps.endpoints.updateAt(who.accountId, id, current.version, update);
       },
     });
-    return toWebhook(saved);
+    return toWebhook(saved, this.deps.clock());
   }
 
   async remove(who: Identity, id: string, ifMatch?: number): Promise<{ id: string; deleted: true }> {
@@ -119,23 +135,41 @@ export class EndpointsService {
     return { id, deleted: true };
   }
 
-  /** A new signing secret, in force at once for every later attempt; shown only in this answer. */
+  /**
+   * A new signing secret, signing every later attempt at once; shown only in this answer. The secret it replaces
+   * keeps signing beside it for the overlap (two signatures, as Standard Webhooks allows), so a receiver can be
+   * given the new one without failing deliveries meanwhile. A second rotation within the overlap drops the first
+   * secret at once (a leaked secret is gone after two rotations).
+   */
   async rotateSecret(who: Identity, id: string): Promise<WebhookWithSecret> {
     assertRole(who, ADMIN_ONLY, 'manage webhooks');
     const secret = newSigningSecret();
     const saved = await updateVersioned({
       what: 'webhook endpoint',
       read: () => this.owned(who, id),
-      write: (current) =>
-        this.deps.endpoints.updateAt(who.accountId, id, current.version, {
+      write: (current) => {
+        const now = this.deps.clock();
+        const overlap = this.deps.secretOverlapMs > 0;
+        return this.deps.endpoints.updateAt(who.accountId, id, current.version, {
           $set: {
             secretSealed: this.deps.secrets.seal(secret),
             secretPrefix: secretPrefix(secret),
-            updatedAt: this.deps.clock().toISOString(),
+            updatedAt: now.toISOString(),
+            ...(overlap
+              ? {
+                  previousSecretSealed: current.secretSealed,
+                  previousSecretPrefix: current.secretPrefix,
+                  previousSecretExpiresAt: new Date(now.getTime() + this.deps.secretOverlapMs).toISOString(),
+                }
+              : {}),
           },
-        }),
+          ...(overlap
+            ? {}
+            : { $unset: { previousSecretSealed: true, previousSecretPrefix: true, previousSecretExpiresAt: true } }),
+        });
+      },
     });
-    return { ...toWebhook(saved), secret };
+    return { ...toWebhook(saved, this.deps.clock()), secret };
   }
 
   /** The caller's endpoint (404 for another account's: existence never leaks). */

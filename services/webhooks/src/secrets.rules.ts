@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import type { EndpointDoc } from './repositories/endpoint.repository';
 
 /** A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64. */
 export const newSigningSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
@@ -31,4 +32,13 @@ export class SecretBox {
     decipher.setAuthTag(raw.subarray(12, 28));
     return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
   }
+}
+
+/** Whether a rotated-out secret still signs deliveries at `at`. */
+export function previousSecretInForce(doc: EndpointDoc, at: Date): boolean {
+  return (
+    !!doc.previousSecretSealed &&
+    !!doc.previousSecretExpiresAt &&
+    Date.parse(doc.previousSecretExpiresAt) > at.getTime()
+  );
 }

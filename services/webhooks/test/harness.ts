@@ -10,7 +10,7 @@ import type { DocumentStore } from '@estate/store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } from '@estate/testing';
 import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { webhooksApp } from '../src/app';
 import { composeWebhooks, type WebhooksOptions, type WebhooksRuntime } from '../src/compose';
 
@@ -80,6 +80,8 @@ export async function startWebhooks(
     shelf?: ResourceShelf;
     options?: Partial<WebhooksOptions>;
     clock?: () => Date;
+    /** The service's logger (silent unless given). */
+    log?: Logger;
   } = {},
 ): Promise<WebhooksHarness> {
   const store = options.store ?? SqliteDocumentStore.open(':memory:');
@@ -88,7 +90,7 @@ export async function startWebhooks(
   const runtime = await composeWebhooks({
     store: store as DocumentStore,
     bus,
-    log,
+    log: options.log ?? log,
     secretKey: SECRET_KEY,
     resources: { lead: shelf.lead, media: shelf.mediaItem },
     clock: options.clock,

@@ -14,6 +14,11 @@ import {
 } from './fixtures';
 import { admin, agent, integration, log, otherAdmin, startWebhooks, tempDir, type WebhooksHarness } from './harness';
 import { MemoryBus } from '@estate/bus/memory.bus';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { Webhook } from 'standardwebhooks';
+import { ENDPOINTS_COLLECTION, type EndpointDoc } from '../src/repositories/endpoint.repository';
+import { newSigningSecret } from '../src/secrets.rules';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 
 let receiver: WebhookReceiver;
@@ -112,7 +117,7 @@ describe('webhook endpoints', () => {
     expect((await h.call(admin, 'GET', '/v1/webhooks?limit=100')).json().total).toBe(20);
   });
 
-  it('sends a test event, signed, and rotating the secret signs later attempts with the new one only', async () => {
+  it('sends a test event, signed; after a rotation both secrets sign for the overlap, then only the new one', async () => {
     const { id, secret } = await register('t');
     const sent = await h.call(admin, 'POST', `/v1/webhooks/${id}/test`);
     expect(sent.statusCode).toBe(202);
@@ -123,17 +128,61 @@ describe('webhook endpoints', () => {
     });
     expect(first.event).toMatchObject({ type: 'webhook.test', accountId: admin.accountId, data: { webhookId: id } });
     expect(first.headers['webhook-id']).toBe(first.event!.id);
+    expect(String(first.headers['webhook-signature']).split(' ')).toHaveLength(1);
 
+    const before = Date.now();
     const rotated = await h.call(admin, 'POST', `/v1/webhooks/${id}/rotate-secret`);
     expect(rotated.statusCode).toBe(200);
     expect(rotated.headers['cache-control']).toBe('no-store');
-    expect(rotated.json().secret).not.toBe(secret);
-    // The receiver still holds the old secret: the next delivery must fail its verification.
+    const fresh = rotated.json().secret as string;
+    expect(fresh).not.toBe(secret);
+    expect(rotated.json()).toMatchObject({
+      secretPrefix: fresh.slice(0, 12),
+      previousSecretPrefix: secret.slice(0, 12),
+    });
+    const expires = Date.parse(rotated.json().previousSecretExpiresAt);
+    expect(expires).toBeGreaterThanOrEqual(before + 24 * 3_600_000 - 1000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 24 * 3_600_000);
+
+    // During the overlap a delivery carries both signatures: a receiver still holding the old secret verifies it,
+    // and so does one already given the new secret.
+    await h.call(admin, 'POST', `/v1/webhooks/${id}/test`);
+    const during = await eventually(() => {
+      expect(receiver.verified('t')).toHaveLength(2);
+      return receiver.verified('t')[1];
+    });
+    expect(String(during.headers['webhook-signature'])).toMatch(/^v1,\S+ v1,\S+$/);
+    const headers = during.headers as Record<string, string>;
+    expect(new Webhook(secret).verify(during.body, headers)).toMatchObject({ type: 'webhook.test' });
+    expect(new Webhook(fresh).verify(during.body, headers)).toMatchObject({ type: 'webhook.test' });
+    expect(() => new Webhook(newSigningSecret()).verify(during.body, headers)).toThrow();
+
+    // The overlap runs out (as it would a day later): only the new secret signs.
+    const endpoints = await h.store.collection<EndpointDoc>(ENDPOINTS_COLLECTION);
+    await endpoints.updateOne({ id }, { $set: { previousSecretExpiresAt: new Date(Date.now() - 1000).toISOString() } });
+    const after = (await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json();
+    expect(after).toMatchObject({ previousSecretPrefix: null, previousSecretExpiresAt: null });
     await h.call(admin, 'POST', `/v1/webhooks/${id}/test`);
     await eventually(() => expect(receiver.unverified()).toHaveLength(1));
-    receiver.secret('t', rotated.json().secret);
+    const late = receiver.unverified()[0];
+    expect(String(late.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(() => new Webhook(secret).verify(late.body, late.headers as Record<string, string>)).toThrow();
+    expect(new Webhook(fresh).verify(late.body, late.headers as Record<string, string>)).toMatchObject({
+      type: 'webhook.test',
+    });
+  });
+
+  it('switches at once when the overlap is set to none', async () => {
+    await h.close();
+    h = await startWebhooks({ options: { secretOverlapMs: 0 } });
+    const { id, secret } = await register('now');
+    const rotated = await h.call(admin, 'POST', `/v1/webhooks/${id}/rotate-secret`);
+    expect(rotated.json()).toMatchObject({ previousSecretPrefix: null, previousSecretExpiresAt: null });
     await h.call(admin, 'POST', `/v1/webhooks/${id}/test`);
-    await eventually(() => expect(receiver.verified('t')).toHaveLength(2));
+    await eventually(() => expect(receiver.unverified()).toHaveLength(1));
+    const sent = receiver.unverified()[0];
+    expect(() => new Webhook(secret).verify(sent.body, sent.headers as Record<string, string>)).toThrow();
+    expect(new Webhook(rotated.json().secret).verify(sent.body, sent.headers as Record<string, string>)).toBeTruthy();
   });
 });
 
@@ -273,15 +322,33 @@ describe('deliveries', () => {
     });
   });
 
-  it('refuses a private target at delivery time when private targets are not allowed', async () => {
+  it('refuses a private target at delivery time when private targets are not allowed, and shows it on the endpoint', async () => {
     const { dir, remove } = tempDir();
     try {
       const path = `${dir}/webhooks.sqlite`;
       h = await startWebhooks({ store: SqliteDocumentStore.open(path) });
       const { id } = await register('private');
+      expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json()).toMatchObject({
+        state: 'active',
+        lastError: null,
+      });
       await h.close();
-      // The same data, now run without the allowance (as production would).
-      h = await startWebhooks({ store: SqliteDocumentStore.open(path), options: { allowPrivateTargets: false } });
+      // The same data, now run without the allowance (as production would), its log captured.
+      const logged: { level: number; msg: string; webhookId?: string }[] = [];
+      const captured = pino(
+        { level: 'info' },
+        new Writable({
+          write(chunk, _enc, done) {
+            for (const l of String(chunk).split('\n').filter(Boolean)) logged.push(JSON.parse(l));
+            done();
+          },
+        }),
+      );
+      h = await startWebhooks({
+        store: SqliteDocumentStore.open(path),
+        options: { allowPrivateTargets: false },
+        log: captured,
+      });
       await listingEvent(h.bus, admin.accountId, 'listings.listing.created', listing('lst_1'));
       const d = await eventually(async () => {
         const res = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries`)).json();
@@ -291,6 +358,27 @@ describe('deliveries', () => {
       expect(d.lastError).toMatch(/target refused/);
       expect(d.lastStatusCode).toBeNull();
       expect(receiver.deliveries).toHaveLength(0);
+      const endpoint = await eventually(async () => {
+        const got = (await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json();
+        expect(got.state).toBe('target_refused');
+        return got;
+      });
+      expect(endpoint).toMatchObject({ enabled: true, lastError: expect.stringMatching(/^target refused: /) });
+      const warned = logged.filter((l) => l.level === 40 && l.webhookId === id);
+      expect(warned.length).toBeGreaterThanOrEqual(1);
+      expect(warned[0].msg).toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS=1');
+      await h.close();
+
+      // Allowed again, the next delivery goes through and the endpoint is active again.
+      h = await startWebhooks({ store: SqliteDocumentStore.open(path) });
+      await h.call(admin, 'POST', `/v1/webhooks/${id}/test`);
+      await eventually(() => expect(receiver.verified('private').map((d) => d.event!.type)).toContain('webhook.test'));
+      await eventually(async () =>
+        expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json()).toMatchObject({
+          state: 'active',
+          lastError: null,
+        }),
+      );
     } finally {
       remove();
     }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError } from '../errors';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -137,6 +137,30 @@ export const DOCS_CSP = [
   "style-src 'self' 'unsafe-inline'",
 ].join('; ');
 
+/**
+ * Fastify's request log lines, the completion line naming the method and URL (redacted by the `req` serializer)
+ * too: a line read alone says which request it ends.
+ */
+class RequestLogController extends LogController {
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error || this.isLogDisabled(request)) return super.requestCompleted(error, request, reply);
+    reply.log.info(
+      { req: { method: request.method, url: request.url }, res: reply, responseTime: reply.elapsedTime },
+      'request completed',
+    );
+  }
+}
+
+/** The product's mark: a house, in the page's tab and its top bar. */
+const MARK_PATH = 'M4 15 16 5l12 10v12H20v-8h-8v8H4z';
+const MARK_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><path fill="#2f6f4f" d="${MARK_PATH}"/></svg>`;
+
+/** The top bar's logo: the mark and the API's name, in white on the bar. */
+function logoSvg(title: string): string {
+  const escaped = title.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${40 + title.length * 10}" height="32" viewBox="0 0 ${40 + title.length * 10} 32"><path fill="#ffffff" d="${MARK_PATH}"/><text x="38" y="22" fill="#ffffff" font-family="sans-serif" font-size="17">${escaped}</text></svg>`;
+}
+
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface HttpAppOptions {
@@ -174,7 +198,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
     loggerInstance: options.logger.child({}, { serializers: { req: requestSerializer } }),
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     requestIdHeader: false,
-    logController: new LogController({
+    logController: new RequestLogController({
       requestIdLogLabel: 'requestId',
       // Probes and scrapes would drown the access log.
       disableRequestLogging: (request) => request.url.startsWith('/health/') || request.url === '/metrics',
@@ -273,6 +297,12 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
       // The UI's own JSON route is synchronous: serve the last merged document (refreshed by /openapi.json).
       transformSpecification: (own) => merged ?? (own as OpenApiDoc),
       uiConfig: { url: '/openapi.json' },
+      // The product's name and mark, not the UI's: the page title, the top bar and the browser tab.
+      theme: {
+        title: options.openapi.title,
+        favicon: [{ filename: 'favicon.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: MARK_SVG }],
+      },
+      logo: { type: 'image/svg+xml', content: logoSvg(options.openapi.title), href: '/docs' },
       // The UI loads its own scripts and styles and the document from this origin, and nothing else.
       staticCSP: DOCS_CSP,
     });

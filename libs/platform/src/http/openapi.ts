@@ -242,6 +242,40 @@ function oneSchemaPerType(doc: Json): void {
   doc.paths = rewriteRefs(doc.paths, mapRef);
 }
 
+/**
+ * zod writes `.int()` as bounds of ±(2^53 - 1), which no contract means and which Swagger UI shows as every
+ * integer's example: they go, wherever they are.
+ */
+function withoutSafeIntegerBounds(value: unknown): void {
+  if (Array.isArray(value)) return value.forEach(withoutSafeIntegerBounds);
+  if (!value || typeof value !== 'object') return;
+  const s = value as Json;
+  if (s.minimum === -Number.MAX_SAFE_INTEGER) delete s.minimum;
+  if (s.maximum === Number.MAX_SAFE_INTEGER) delete s.maximum;
+  for (const v of Object.values(s)) withoutSafeIntegerBounds(v);
+}
+
+/**
+ * Errors the route declares (one list per service) that this operation cannot answer: 412 without `If-Match`,
+ * 409 on a read, 413 and 415 where no body is read (GET, HEAD), 404 on a read of a collection.
+ */
+function cannotAnswer(method: string, op: Json, code: string): boolean {
+  const read = method === 'get' || method === 'head';
+  const params: Json[] = op.parameters ?? [];
+  switch (code) {
+    case '412':
+      return !params.some((p) => p.$ref === '#/components/parameters/IfMatch');
+    case '409':
+    case '413':
+    case '415':
+      return read;
+    case '404':
+      return read && !params.some((p) => p.in === 'path');
+    default:
+      return false;
+  }
+}
+
 /** The schema a reference (or a nullable reference) stands for. */
 function resolve(doc: Json, schema: Json | undefined): Json | undefined {
   let s = schema;
@@ -297,6 +331,7 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
 
   const responses: Json = { ...op.responses, ...op['x-responses'] };
   delete op['x-responses'];
+  for (const code of Object.keys(responses)) if (cannotAnswer(method, op, code)) delete responses[code];
   if (!Object.keys(responses).some((code) => code.startsWith('4'))) responses['400'] ??= {};
   // Any request can carry a longer URL or more headers than the server reads.
   responses['414'] ??= {};
@@ -339,6 +374,10 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
     if (status >= 400) {
       response.content = { [PROBLEM_CONTENT_TYPE]: { schema: ref('schemas', 'Problem') } };
     }
+    // An answer's example is its contract's, where the contract has one.
+    const answer = response.content?.['application/json'];
+    const answerExample = answer ? resolve(doc, answer.schema)?.examples?.[0] : undefined;
+    if (answerExample !== undefined) answer.example = answerExample;
     const headers: Json = { 'x-request-id': ref('headers', 'XRequestId') };
     if (keyed) {
       headers['RateLimit-Limit'] = ref('headers', 'RateLimitLimit');
@@ -363,6 +402,8 @@ export function finishOpenApi(doc: Json, options: OpenApiFinish = {}): Json {
   doc.components ??= {};
   doc.components.schemas ??= {};
   oneSchemaPerType(doc);
+  withoutSafeIntegerBounds(doc.components.schemas);
+  withoutSafeIntegerBounds(doc.paths);
   doc.components.parameters = { ...doc.components.parameters, ...PARAMETERS };
   doc.components.headers = { ...doc.components.headers, ...HEADERS };
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {}))

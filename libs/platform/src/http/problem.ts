@@ -4,6 +4,13 @@ import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } fro
 import { AppError, fieldErrors } from '../errors';
 import { redactKeys } from '../logging';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The limit of a multipart body on a route that reads it with a parser of its own (named in a 413). */
+    multipartBodyLimit?: number;
+  }
+}
+
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 export function problemBody(
@@ -34,8 +41,29 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
     .send(problemBody(error.code, error.detail, String(reply.request.id), error.extra.errors, error.extra.fields));
 }
 
+/** Bytes as a person reads them: `5 MiB (5242880 bytes)`. */
+export function byteSize(bytes: number): string {
+  const units: [number, string][] = [
+    [1024 * 1024 * 1024, 'GiB'],
+    [1024 * 1024, 'MiB'],
+    [1024, 'KiB'],
+  ];
+  for (const [size, unit] of units)
+    if (bytes >= size) return `${Number((bytes / size).toFixed(1))} ${unit} (${bytes} bytes)`;
+  return `${bytes} bytes`;
+}
+
+/**
+ * The body limit in force for a request: the route's (or the server's), unless the route names another for
+ * multipart bodies in its config (`multipartBodyLimit`, the gateway's proxied uploads).
+ */
+function bodyLimitOf(request: FastifyRequest): number {
+  const multipart = /^multipart\//i.test(request.headers['content-type'] ?? '');
+  return (multipart ? request.routeOptions.config?.multipartBodyLimit : undefined) ?? request.routeOptions.bodyLimit;
+}
+
 /** Maps the errors Fastify and its plugins raise onto our codes. */
-function fromFastifyError(err: FastifyError): AppError {
+function fromFastifyError(err: FastifyError, request: FastifyRequest): AppError {
   const status = err.statusCode ?? 500;
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -44,8 +72,12 @@ function fromFastifyError(err: FastifyError): AppError {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('unsupported_media_type', 'Send the body as application/json');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError(
+        'payload_too_large',
+        `The request body is larger than this endpoint accepts: at most ${byteSize(bodyLimitOf(request))}`,
+      );
     case 'FST_REQ_FILE_TOO_LARGE':
-      return new AppError('payload_too_large', 'The request body is larger than this endpoint accepts');
+      return new AppError('payload_too_large', 'A file is larger than this endpoint accepts');
     default:
       break;
   }
@@ -91,14 +123,30 @@ export function installErrorHandling(app: FastifyInstance): void {
         { cause: err },
       );
     } else {
-      appError = fromFastifyError(err);
+      appError = fromFastifyError(err, request);
     }
     if (appError.code === 'dependency_unavailable') {
       // Expected while an engine is away: one line per request, no stack trace.
       const cause = appError.extra.cause as { message?: string } | undefined;
       request.log.warn({ code: appError.code, reason: cause?.message ?? appError.detail }, appError.detail);
     } else if (appError.status >= 500) request.log.error({ err: appError.extra.cause ?? err }, 'request failed');
-    else request.log.info({ code: appError.code, status: appError.status }, redactKeys(appError.detail));
+    else
+      request.log.info(
+        {
+          code: appError.code,
+          status: appError.status,
+          // The fields that failed, by path and reason (never their values).
+          ...(appError.extra.errors
+            ? {
+                errors: appError.extra.errors.map((e) => ({
+                  path: redactKeys(e.path),
+                  message: redactKeys(e.message),
+                })),
+              }
+            : {}),
+        },
+        redactKeys(appError.detail),
+      );
     return sendProblem(reply, appError);
   });
 

@@ -114,7 +114,7 @@ export function requestSerializer(req: {
 
 /**
  * The process's logger: pino JSON lines, or readable lines (pino-pretty, in-process) when `pretty` is true, or
- * when it is not given and standard output is a terminal.
+ * when it is not given and standard output is a terminal (never when a destination is given without `pretty`).
  */
 export function createLogger(options: {
   service: string;
@@ -122,7 +122,7 @@ export function createLogger(options: {
   pretty?: boolean;
   destination?: pino.DestinationStream;
 }): Logger {
-  const pretty = options.destination ? false : (options.pretty ?? process.stdout.isTTY === true);
+  const pretty = options.pretty ?? (options.destination ? false : process.stdout.isTTY === true);
   return pino(
     {
       level: options.level ?? 'info',
@@ -132,19 +132,88 @@ export function createLogger(options: {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    options.destination ?? (pretty ? prettyStream() : undefined),
+    (pretty ? prettyStream(options.destination) : undefined) ?? options.destination,
   );
 }
 
-/** pino-pretty, when it is installed (it is a development dependency): JSON lines otherwise. */
-function prettyStream(): pino.DestinationStream | undefined {
+type LogEntry = Record<string, unknown>;
+
+/** Refusals held for their request's completion line, at most (a refusal always precedes one). */
+const HELD_REFUSALS = 1000;
+
+/**
+ * What a readable log shows of JSON entries: one line per request, from its completion line (method, URL,
+ * status, milliseconds, key id, and why it was refused: the 4xx line's code, detail and failing fields, held
+ * until then); the incoming-request line is left out, other entries are shown as they are.
+ */
+export function readableEntries(): (entry: LogEntry) => LogEntry[] {
+  const held = new Map<string, LogEntry>();
+  return (entry) => {
+    if (entry.msg === 'incoming request') return [];
+    const id = typeof entry.requestId === 'string' ? entry.requestId : undefined;
+    const refusal = entry.level === 'info' && typeof entry.code === 'string' && typeof entry.status === 'number';
+    if (id && refusal) {
+      if (held.size >= HELD_REFUSALS) held.delete(held.keys().next().value as string);
+      held.set(id, entry);
+      return [];
+    }
+    if (entry.msg !== 'request completed') return [entry];
+    const why = id ? held.get(id) : undefined;
+    if (id) held.delete(id);
+    const req = (entry.req ?? {}) as { method?: string; url?: string };
+    const res = (entry.res ?? {}) as { statusCode?: number };
+    const ms = typeof entry.responseTime === 'number' ? ` ${entry.responseTime.toFixed(1)} ms` : '';
+    const key = typeof entry.keyId === 'string' ? ` key ${entry.keyId}` : '';
+    const fields = Array.isArray(why?.errors)
+      ? ` (${(why.errors as { path: string; message: string }[]).map((e) => `${e.path}: ${e.message}`).join('; ')})`
+      : '';
+    const reason = why ? ` - ${String(why.code)}: ${String(why.msg)}${fields}` : '';
+    return [
+      {
+        level: entry.level,
+        time: entry.time,
+        service: entry.service,
+        msg: `${req.method ?? '?'} ${req.url ?? '?'} ${res.statusCode ?? '?'}${ms}${key}${reason}`,
+      },
+    ];
+  };
+}
+
+/**
+ * Readable lines through pino-pretty (a development dependency: JSON lines when it is not installed), each entry
+ * on one line (an error's stack excepted), written to `destination` or standard output.
+ */
+function prettyStream(destination?: pino.DestinationStream): pino.DestinationStream | undefined {
+  let prettyFactory: (o: object) => (entry: LogEntry) => string;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const pinoPretty = require('pino-pretty') as (o: object) => pino.DestinationStream;
-    return pinoPretty({ colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', sync: true });
+    ({ prettyFactory } = require('pino-pretty') as { prettyFactory: typeof prettyFactory });
   } catch {
     return undefined;
   }
+  const colorize = !destination && process.stdout.isTTY === true;
+  const format = prettyFactory({
+    colorize,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,service',
+    singleLine: true,
+    messageFormat: (entry: LogEntry, messageKey: string) =>
+      `${entry.service ? `[${String(entry.service)}] ` : ''}${String(entry[messageKey] ?? '')}`,
+  });
+  const out = destination ?? pino.destination({ dest: 1, sync: true });
+  const readable = readableEntries();
+  return {
+    write(line: string) {
+      let entry: LogEntry;
+      try {
+        entry = JSON.parse(line) as LogEntry;
+      } catch {
+        out.write(line);
+        return;
+      }
+      for (const shown of readable(entry)) out.write(format(shown));
+    },
+  };
 }
 
 /**

@@ -141,7 +141,14 @@ export async function proxyToUpstreams(
         });
       };
       for (const url of upstream.routes)
-        scope.route({ method: METHODS, url, handler: forward, schema: { hide: true } });
+        scope.route({
+          method: METHODS,
+          url,
+          handler: forward,
+          schema: { hide: true },
+          // Named in a 413: uploads are read up to their own limit.
+          config: { multipartBodyLimit: options.uploadBodyLimit },
+        });
     });
   }
 }

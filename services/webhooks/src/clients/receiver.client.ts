@@ -8,6 +8,8 @@ export interface ReceiverAnswer {
   /** The HTTP status, or null when none came (refused target, network error, timeout). */
   status: number | null;
   error?: string;
+  /** The target was refused before any connection (http, private, loopback or link-local, not allowed). */
+  refused?: true;
   responseTimeMs: number;
 }
 
@@ -70,7 +72,8 @@ export class ReceiverClient {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const form = urlRefusal(url, this.options.allowPrivateTargets);
-    if (form) return Promise.resolve({ status: null, error: `target refused: ${form}`, responseTimeMs: 0 });
+    if (form)
+      return Promise.resolve({ status: null, error: `target refused: ${form}`, refused: true, responseTimeMs: 0 });
     const target = new URL(url);
     const secure = target.protocol === 'https:';
     return new Promise((resolve) => {
@@ -109,6 +112,7 @@ export class ReceiverClient {
       request.on('error', (err) =>
         done({
           status: null,
+          ...(err instanceof TargetRefused ? { refused: true as const } : {}),
           error:
             err instanceof TargetRefused
               ? `target refused: ${err.message}`

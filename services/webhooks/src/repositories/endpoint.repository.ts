@@ -18,6 +18,14 @@ export interface EndpointDoc {
   failingSince?: string;
   secretSealed: string;
   secretPrefix: string;
+  /** After a rotation, the replaced secret, which also signs deliveries until `previousSecretExpiresAt`. */
+  previousSecretSealed?: string;
+  previousSecretPrefix?: string;
+  previousSecretExpiresAt?: string;
+  /** Why the last attempt failed; gone once one succeeds. */
+  lastError?: string;
+  /** The last attempt was refused before connecting (a private target the server does not allow). */
+  targetRefused?: boolean;
   version: number;
   createdAt: string;
   updatedAt: string;
@@ -76,20 +84,39 @@ export class EndpointRepository {
     return this.collection.deleteOne({ id, accountId });
   }
 
-  /** Records a failed attempt: the first since the last success starts the failing period. */
-  async markFailing(id: string, at: string): Promise<EndpointDoc | null> {
+  /**
+   * Records a failed attempt and why: the first since the last success starts the failing period. The version
+   * moves only when what the endpoint shows changes (not with every attempt failing the same way).
+   */
+  async markFailing(
+    id: string,
+    at: string,
+    failure: { error: string; targetRefused: boolean },
+  ): Promise<EndpointDoc | null> {
+    const shown = { lastError: failure.error, targetRefused: failure.targetRefused };
     await this.collection.updateOne(
       { id, failingSince: { $exists: false } },
-      { $set: { failingSince: at, updatedAt: at }, $inc: { version: 1 } },
+      { $set: { failingSince: at, updatedAt: at, ...shown }, $inc: { version: 1 } },
+    );
+    await this.collection.updateOne(
+      {
+        id,
+        $or: [{ lastError: { $ne: failure.error } }, { targetRefused: { $ne: failure.targetRefused } }],
+      },
+      { $set: { updatedAt: at, ...shown }, $inc: { version: 1 } },
     );
     return this.collection.findOne({ id });
   }
 
-  /** A success ends the failing period. */
+  /** A success ends the failing period and clears the last error. */
   async markHealthy(id: string, at: string): Promise<void> {
     await this.collection.updateOne(
-      { id, failingSince: { $exists: true } },
-      { $unset: { failingSince: true }, $set: { updatedAt: at }, $inc: { version: 1 } },
+      { id, $or: [{ failingSince: { $exists: true } }, { lastError: { $exists: true } }] },
+      {
+        $unset: { failingSince: true, lastError: true, targetRefused: true },
+        $set: { updatedAt: at },
+        $inc: { version: 1 },
+      },
     );
   }
 
