@@ -25,6 +25,7 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      'clients/*/dist/**',
       'node_modules/**',
       'tmp/**',
       'data/**',

@@ -40,20 +40,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT="$(node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")"
-BASE="http://127.0.0.1:$PORT"
 ADMIN_KEY="ek_fuzz_$(node -e "console.log(require('crypto').randomBytes(24).toString('base64url'))")"
 
-echo "==> starting the embedded product on $BASE (data in $WORK/data)" >&2
-DATA_DIR="$WORK/data" PORT="$PORT" HOST=127.0.0.1 ADMIN_API_KEY="$ADMIN_KEY" LOG_LEVEL=warn LOG_PRETTY=0 \
+echo "==> starting the embedded product (data in $WORK/data)" >&2
+# On port 0: the product says which port it got over an IPC channel, written to $WORK/url by this launcher (a port
+# picked free here could be taken by another process before the product binds it). Signals reach the product.
+DATA_DIR="$WORK/data" PORT=0 HOST=127.0.0.1 ADMIN_API_KEY="$ADMIN_KEY" LOG_LEVEL=warn LOG_PRETTY=0 \
   RATE_LIMIT_PER_MINUTE=1000000 RATE_LIMIT_ANONYMOUS_PER_MINUTE=1000000 \
-  node dist/apps/embedded/main.js >"$WORK/server.log" 2>&1 &
+  node -e '
+    const child = require("node:child_process").spawn(process.execPath, ["dist/apps/embedded/main.js"], {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    child.on("message", (m) => m && m.type === "listening" && require("node:fs").writeFileSync(process.argv[1], m.url));
+    child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+    for (const s of ["SIGTERM", "SIGINT"]) process.on(s, () => child.kill(s));
+  ' "$WORK/url" >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
-for _ in $(seq 1 100); do
-  curl -fsS "$BASE/health/ready" >/dev/null 2>&1 && break
+BASE=""
+for _ in $(seq 1 300); do
+  [ -z "$BASE" ] && [ -s "$WORK/url" ] && BASE="$(cat "$WORK/url")"
+  [ -n "$BASE" ] && curl -fsS "$BASE/health/ready" >/dev/null 2>&1 && break
   kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; exit 1; }
   sleep 0.2
 done
+[ -n "$BASE" ] || { echo "==> the product did not start within 60 s" >&2; cat "$WORK/server.log" >&2; exit 1; }
+echo "==> the embedded product listens on $BASE" >&2
 curl -fsS "$BASE/openapi.json" >"$WORK/openapi.json"
 
 # Something to find: listings with photos, agents, rules and leads, so that not every id is unknown.

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { composeEmbedded, type EmbeddedProduct } from '@estate/embedded';
 import { listingBody } from '@estate/testing';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 
 export const ADMIN = 'ek_attack_admin_key_0123456789abcdefghij';
 export const PLATFORM = 'ek_attack_platform_key_0123456789abcdefg';
@@ -39,10 +39,11 @@ export interface Target {
 let seq = 0;
 const unique = () => `${Date.now().toString(36)}${(seq++).toString(36)}`;
 
-/** The embedded product on a fresh data folder, with known admin and platform keys. */
+/** The embedded product on a fresh data folder, with known admin and platform keys (and quiet logs unless given a logger). */
 export async function startTarget(
   over: Partial<Parameters<typeof composeEmbedded>[0]> = {},
   dir = mkdtempSync(join(tmpdir(), 'attacks-')),
+  log: Logger = pino({ level: 'silent' }),
 ): Promise<Target> {
   const product = await composeEmbedded(
     {
@@ -55,7 +56,7 @@ export async function startTarget(
       logLevel: 'silent',
       ...over,
     },
-    pino({ level: 'silent' }),
+    log,
   );
   const call: Target['call'] = (key, method, url, payload, headers = {}) =>
     product.app.inject({

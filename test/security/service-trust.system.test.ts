@@ -142,8 +142,9 @@ describeWithEngines('service trust', ['MONGODB_URL', 'NATS_URL', 'ELASTICSEARCH_
       // The services accept the secret of the previous rotation beside the current one.
       envAll: { INTERNAL_SIGNING_SECRET_PREVIOUS: previous },
       env: { gateway: { LISTINGS_URL: tap.url } },
+      // The tap forwards to the listings process once it listens (before the gateway starts).
       onStarted: (service) => {
-        if (service.name === 'listings') tap.target = service.url;
+        if (service.name === 'listings') void service.listening.then(() => (tap.target = service.url));
       },
     });
     listingsUrl = cluster.process('listings').url;

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describeWithEngines, eventually, listingBody } from '@estate/testing';
 import { apiClient, startCluster, type Cluster } from './harness';
 
@@ -119,11 +118,16 @@ describeWithEngines(
       const requestId = `sys-${run}-trace`;
       const res = await api(admin)('GET', '/v1/listings', undefined, { 'x-request-id': requestId });
       expect(res.headers.get('x-request-id')).toBe(requestId);
-      await sleep(200);
-      const listingsLog = cluster.process('listings').output();
-      const lines = listingsLog.split('\n').filter((l) => l.includes(requestId));
-      expect(lines.length).toBeGreaterThan(0);
-      for (const line of lines) expect(JSON.parse(line)).toMatchObject({ service: 'listings', requestId });
+      // The service logs the request as it completes, a moment after the answer left.
+      await eventually(() => {
+        const lines = cluster
+          .process('listings')
+          .output()
+          .split('\n')
+          .filter((l) => l.includes(requestId));
+        expect(lines.length).toBeGreaterThan(0);
+        for (const line of lines) expect(JSON.parse(line)).toMatchObject({ service: 'listings', requestId });
+      });
       const allLogs = cluster.processes.map((s) => s.output()).join('\n');
       expect(allLogs).not.toContain(admin);
     });

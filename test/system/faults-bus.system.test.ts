@@ -3,8 +3,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeWithEngines, eventually, listingBody, natsServiceCredentials, REPO_ROOT } from '@estate/testing';
-import { apiClient, freePort, startCluster, type Api, type Cluster } from './harness';
+import {
+  describeWithEngines,
+  eventually,
+  fixedPort,
+  listingBody,
+  natsServiceCredentials,
+  REPO_ROOT,
+  startOnSamePort,
+} from '@estate/testing';
+import { apiClient, startCluster, type Api, type Cluster } from './harness';
 
 /** How long the bus is away. */
 const OUTAGE_MS = 10_000;
@@ -26,7 +34,8 @@ function natsUsers(): Record<string, string> | undefined {
  * the engines' users and passwords when they are set, so that reconnecting after the outage authenticates.
  */
 async function privateNats() {
-  const port = await freePort();
+  // Its clients are given the address once, and it comes back on it after the outage.
+  const port = await fixedPort();
   const dir = mkdtempSync(join(tmpdir(), 'estate-fault-nats-'));
   const users = natsUsers();
   let child: ChildProcess | undefined;
@@ -39,13 +48,31 @@ async function privateNats() {
     async start() {
       if (child && child.exitCode === null && child.signalCode === null) return;
       const config = users ? ['-c', join(REPO_ROOT, 'scripts', 'engines', 'nats-users.conf')] : [];
-      child = spawn('nats-server', [...config, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { PATH: process.env.PATH ?? '', ...users },
+      await startOnSamePort(async () => {
+        output = '';
+        const c = spawn('nats-server', [...config, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', dir], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { PATH: process.env.PATH ?? '', ...users },
+        });
+        child = c;
+        c.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+        c.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`nats-server not ready after 30 s:\n${output}`)), 30_000);
+          const ready = () => {
+            if (!output.includes('Server is ready')) return;
+            clearTimeout(timer);
+            resolve();
+          };
+          c.stdout!.on('data', ready);
+          c.stderr!.on('data', ready);
+          // A server that could not bind its port exits, its output saying why (address already in use).
+          c.once('close', () => {
+            clearTimeout(timer);
+            reject(new Error(`nats-server exited:\n${output}`));
+          });
+        });
       });
-      child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-      await eventually(() => expect(output).toContain('Server is ready'), { timeoutMs: 30_000 });
     },
     async stop() {
       const c = child;
@@ -112,12 +139,20 @@ describeWithEngines(
         }
       };
       const workers = Array.from({ length: WORKERS }, worker);
-      await sleep(1500);
+      // Writes made before, during and after the outage (of OUTAGE_MS at least).
+      const moreWrites = async () => {
+        const from = acknowledged.length + other.length;
+        await eventually(() => expect(acknowledged.length + other.length).toBeGreaterThan(from), { timeoutMs: 30_000 });
+      };
+      await moreWrites();
       await nats.stop();
-      await sleep(OUTAGE_MS);
+      const outageStarted = Date.now();
+      await moreWrites();
+      await sleep(Math.max(0, OUTAGE_MS - (Date.now() - outageStarted)));
+      await moreWrites();
       const beforeRestart = acknowledged.length;
       await nats.start();
-      await sleep(1500);
+      await moreWrites();
       running = false;
       await Promise.all(workers);
       process.stdout.write(

@@ -11,6 +11,8 @@ const WORKERS = 4;
 
 interface Outcome {
   op: 'read' | 'write';
+  /** When it was sent (Date.now()). */
+  at: number;
   status: number;
   code?: string;
   retryAfter: string | null;
@@ -51,7 +53,7 @@ describeWithEngines(
         },
         { timeoutMs: 60_000, intervalMs: 100 },
       );
-      store.start();
+      await store.start();
       cluster = await starting;
       api = apiClient(cluster.gateway, cluster.keys.admin);
     }, 180_000);
@@ -88,6 +90,7 @@ describeWithEngines(
               : await api('GET', `/v1/listings/${seed.body.id}`);
             outcomes.push({
               op: write ? 'write' : 'read',
+              at: started,
               status: res.status,
               code: res.body?.code,
               retryAfter: res.headers.get('retry-after'),
@@ -98,6 +101,7 @@ describeWithEngines(
           } catch {
             outcomes.push({
               op: write ? 'write' : 'read',
+              at: started,
               status: 0,
               retryAfter: null,
               ms: Date.now() - started,
@@ -108,30 +112,40 @@ describeWithEngines(
         }
       };
       const workers = Array.from({ length: WORKERS }, worker);
-      await sleep(1500);
+      /** Both a read and a write sent after `since` succeeded. */
+      const servedSince = (since: number) => {
+        const ok = outcomes.filter((o) => o.at >= since && o.status < 300);
+        expect(['read', 'write'].filter((op) => ok.some((o) => o.op === op))).toEqual(['read', 'write']);
+      };
+      await eventually(() => servedSince(0), { timeoutMs: 30_000 });
 
       await store.stop();
       const outageStarted = Date.now();
       // Readiness while the store is away: an answer, fast, saying what is missing.
-      await sleep(1500);
-      const probeStarted = Date.now();
-      const ready = await fetch(`${cluster!.process('listings').url}/health/ready`);
-      const probeMs = Date.now() - probeStarted;
-      expect(ready.status).toBe(503);
-      expect(((await ready.json()) as { checks: unknown }).checks).toMatchObject({ store: 'unavailable' });
-      await sleep(Math.max(0, OUTAGE_MS - (Date.now() - outageStarted)));
-      store.start();
-      const restarted = Date.now();
-
-      // The same processes serve again: reads and writes succeed after the restart.
+      let probeMs = 0;
       await eventually(
         async () => {
-          expect((await api('GET', `/v1/listings/${seed.body.id}`)).status).toBe(200);
-          expect((await api('POST', '/v1/listings', listingBody())).status).toBe(201);
+          const probeStarted = Date.now();
+          const ready = await fetch(`${cluster!.process('listings').url}/health/ready`);
+          probeMs = Math.max(probeMs, Date.now() - probeStarted);
+          expect(ready.status).toBe(503);
+          expect(((await ready.json()) as { checks: unknown }).checks).toMatchObject({ store: 'unavailable' });
         },
-        { timeoutMs: 60_000, intervalMs: 250 },
+        { timeoutMs: 30_000, intervalMs: 250 },
       );
-      await sleep(1000);
+      // The store stays away for the outage's length, and until the clients have met it.
+      await eventually(
+        () => {
+          expect(outcomes.some((o) => o.at >= outageStarted && o.status === 503)).toBe(true);
+          expect(Date.now() - outageStarted).toBeGreaterThanOrEqual(OUTAGE_MS);
+        },
+        { timeoutMs: OUTAGE_MS + 30_000, intervalMs: 100 },
+      );
+      await store.start();
+      const restarted = Date.now();
+
+      // The same processes serve again: the clients' reads and writes succeed after the restart.
+      await eventually(() => servedSince(restarted), { timeoutMs: 60_000, intervalMs: 250 });
       running = false;
       await Promise.all(workers);
       const recoveredMs = Date.now() - restarted;
@@ -171,6 +185,7 @@ describeWithEngines(
       // Failed probes and the outbox's retries log one line each, never a stack trace.
       const lines = cluster!.process('listings').output().split('\n');
       expect(lines.filter((l) => l.includes('"stack"'))).toEqual([]);
-    });
+      // The outage's length, the store's start and the recovery, on a machine that may be busy.
+    }, 180_000);
   },
 );

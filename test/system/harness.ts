@@ -1,13 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   buildDist,
+  fixedPort,
   natsServiceCredentials,
   natsUrlWithoutCredentials,
   REPO_ROOT,
+  spawnListening,
+  startOnSamePort,
   type EngineVar,
 } from '@estate/testing';
 import { natsConnectOptions } from '@estate/bus/nats.bus';
@@ -27,11 +29,14 @@ export type EngineUrls = Record<EngineVar, string>;
 
 export interface RunningService {
   name: ProcessName;
+  /** Where it listens ('' until it does). */
   url: string;
   child: ChildProcess;
   output: () => string;
-  /** What it was started with (a restart reuses it, and its port). */
+  /** What it was started with (a restart reuses it, and its port once it has one). */
   env: Record<string, string>;
+  /** Resolves once it listens (its `url` is set then); rejects if it exits first. */
+  listening: Promise<void>;
 }
 
 export interface ClusterOptions {
@@ -46,7 +51,7 @@ export interface ClusterOptions {
   logLevel?: 'info' | 'warn';
   /** More environment for every process (e.g. `RATE_LIMIT_PER_MINUTE` for a load test). */
   envAll?: Record<string, string>;
-  /** Called as each process is spawned, before it is ready (a fault test watches one start). */
+  /** Called as each process is spawned, before it listens (a fault test watches one start); see its `listening`. */
   onStarted?: (service: RunningService) => void;
   /** Extra environment per process kind (e.g. a shortened webhook retry schedule). */
   env?: Partial<Record<ProcessName, Record<string, string>>>;
@@ -72,28 +77,30 @@ export interface Cluster {
 // Webhooks last: it reads resources from the others.
 const SERVICES: ServiceName[] = ['listings', 'media', 'leads', 'webhooks'];
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
-
-async function startProcess(name: ProcessName, env: Record<string, string>): Promise<RunningService> {
-  const port = env.PORT ?? String(await freePort());
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'services', name, 'main.js')], {
+/**
+ * Spawns a process of dist/. Without a port in `env` it binds port 0 and announces the port the system gave it
+ * (a port picked free here and bound there later may be taken in between); a restart passes the port it had.
+ */
+function startProcess(name: ProcessName, env: Record<string, string>): RunningService {
+  const started = spawnListening(name, join(REPO_ROOT, 'dist', 'services', name, 'main.js'), {
     cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env, PORT: port },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', PORT: '0', ...env },
+    // A process waits for its engines before it listens (a fault test starts them late), on a machine maybe busy.
+    timeoutMs: 120_000,
   });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  return { name, url: `http://127.0.0.1:${port}`, child, output: () => out, env: { ...env, PORT: port } };
+  const service: RunningService = {
+    name,
+    url: '',
+    child: started.child,
+    output: started.output,
+    env,
+    listening: started.listening.then((url) => {
+      service.url = url;
+      service.env = { ...env, PORT: new URL(url).port };
+    }),
+  };
+  service.listening.catch(() => undefined);
+  return service;
 }
 
 async function waitUp(url: string, probe: string, all: RunningService[], timeoutMs: number): Promise<void> {
@@ -183,7 +190,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         old.child.kill(signal);
         await exited;
       }
-      const fresh = await startProcess(name, old.env);
+      // On the port it had: the gateways and the other services know it.
+      const fresh = await startOnSamePort(async () => {
+        const started = startProcess(name, old.env);
+        await started.listening;
+        return started;
+      });
       processes[processes.indexOf(old)] = fresh;
       await waitUp(fresh.url, '/health/ready', processes, 60_000);
       return fresh;
@@ -199,26 +211,41 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       });
     },
   };
-  // Listings reads galleries from media (RESO's $expand=Media), which starts after it: its first port is chosen first.
-  const mediaPort = replicas.media > 0 ? String(await freePort()) : undefined;
-  try {
-    for (const name of SERVICES) {
-      for (let i = 0; i < replicas[name]; i++) {
-        const env: Record<string, string> = { ...common, MONGODB_DATABASE: database(name) };
-        if (name === 'listings' && mediaPort) env.MEDIA_URL = `http://127.0.0.1:${mediaPort}`;
-        if (name === 'media' && i === 0 && mediaPort) env.PORT = mediaPort;
-        // Media asks listings about a listing whose event has not reached it yet.
-        const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
-        if (listings.length > 0) env.LISTINGS_URL = listings[i % listings.length].url;
-        // The webhooks service reads leads and media from their services (their first replica).
-        if (name === 'webhooks') {
-          if (replicas.leads > 0) env.LEADS_URL = instances('leads')[0].url;
-          if (replicas.media > 0) env.MEDIA_URL = instances('media')[0].url;
-        }
-        processes.push(await startProcess(name, { ...env, ...natsServiceCredentials(name), ...options.env?.[name] }));
-        options.onStarted?.(processes[processes.length - 1]);
+  const launch = (name: ProcessName, env: Record<string, string>): RunningService => {
+    const service = startProcess(name, env);
+    processes.push(service);
+    options.onStarted?.(service);
+    return service;
+  };
+  const mediaPort = replicas.media > 0 ? String(await fixedPort()) : undefined;
+  const listening = (name: ServiceName) => Promise.all(instances(name).map((s) => s.listening));
+  const launchReplicas = (name: ServiceName) => {
+    for (let i = 0; i < replicas[name]; i++) {
+      const env: Record<string, string> = { ...common, MONGODB_DATABASE: database(name) };
+      // Listings reads galleries from media (RESO's $expand=Media), and media is started after listings: its first
+      // replica listens on a port chosen before either starts.
+      if (name === 'listings' && mediaPort) env.MEDIA_URL = `http://127.0.0.1:${mediaPort}`;
+      if (name === 'media' && i === 0 && mediaPort) env.PORT = mediaPort;
+      // Media asks listings about a listing whose event has not reached it yet.
+      const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
+      if (listings.length > 0) env.LISTINGS_URL = listings[i % listings.length].url;
+      // The webhooks service reads leads and media from their services (their first replica).
+      if (name === 'webhooks') {
+        if (replicas.leads > 0) env.LEADS_URL = instances('leads')[0].url;
+        if (replicas.media > 0) env.MEDIA_URL = instances('media')[0].url;
       }
+      launch(name, { ...env, ...natsServiceCredentials(name), ...options.env?.[name] });
     }
+  };
+  try {
+    // Each process once the addresses it is given are known: media needs listings', webhooks leads' and media's.
+    launchReplicas('listings');
+    launchReplicas('leads');
+    await listening('listings');
+    launchReplicas('media');
+    await Promise.all([listening('leads'), listening('media')]);
+    launchReplicas('webhooks');
+    await listening('webhooks');
     const upstreamsFor = (gateway: number) =>
       Object.fromEntries(
         SERVICES.filter((s) => replicas[s] > 0).map((s) => [
@@ -229,7 +256,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     // The gateway is ready when every upstream is; without all of them it can only be live.
     const probe = SERVICES.every((s) => replicas[s] > 0) ? '/health/ready' : '/health/live';
     for (let i = 0; i < (options.gateways ?? 1); i++) {
-      const gateway = await startProcess('gateway', {
+      const gateway = launch('gateway', {
         ...common,
         MONGODB_DATABASE: database('gateway'),
         ...natsServiceCredentials('gateway'),
@@ -238,7 +265,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         ...(options.keys?.admin === false ? {} : { ADMIN_API_KEY: keys.admin }),
         ...(options.keys?.platform === false ? {} : { PLATFORM_API_KEY: keys.platform }),
       });
-      processes.push(gateway);
+      await gateway.listening;
       cluster.gateways.push(gateway.url);
       await waitUp(gateway.url, probe, processes, 60_000);
     }

@@ -173,7 +173,7 @@ describeWithEngines(
         url: 'http://insecure.example.com/tour',
       });
       expect(tour.status).toBe(422);
-    });
+    }, 120_000);
 
     it('refuses through the gateway: 11 MB is 413, a GIF is 415, corrupt bytes 422, a bomb 422; nothing is stored', async () => {
       const listing = (await api('POST', '/v1/listings', listingBody())).body;
@@ -236,7 +236,7 @@ describeWithEngines(
       );
       expect(gone).toEqual([404, 404, 404]);
       expect((await api('GET', `/v1/listings/${listing.id}/media`)).status).toBe(404);
-    });
+    }, 120_000);
 
     it('holds the 50-image limit when two media replicas race for the last slots', async () => {
       const listing = (await api('POST', '/v1/listings', listingBody())).body;

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { REPO_ROOT } from '@estate/testing';
-import { freePort } from './harness';
+import { promisify } from 'node:util';
+import { fixedPort, REPO_ROOT, startOnSamePort } from '@estate/testing';
 
 /**
  * A store engine of the test's own (FerretDB on its own port and run dir, started by scripts/engines/up.sh like
@@ -14,23 +14,25 @@ import { freePort } from './harness';
  */
 export interface PrivateStore {
   url: string;
-  /** Starts FerretDB (again), after up.sh's readiness check. */
-  start(): void;
+  /** Starts FerretDB (again, on the same port), resolving after up.sh's readiness check. */
+  start(): Promise<void>;
   /** Stops FerretDB (SIGKILL: connections drop at once, as when a machine goes away) and waits until it is gone. */
   stop(): Promise<void>;
   destroy(): Promise<void>;
 }
 
 export async function privateStore(): Promise<PrivateStore> {
-  const port = await freePort();
+  // Its clients are given the address before it first starts, and it comes back on it after an outage.
+  const port = await fixedPort();
   const runDir = mkdtempSync(join(tmpdir(), 'estate-fault-store-'));
   const env = { ...process.env, MONGO_PORT: String(port), ENGINES_RUN_DIR: runDir };
-  const script = (name: string, ...args: string[]) =>
-    execFileSync('bash', [join(REPO_ROOT, 'scripts', 'engines', name), ...args], {
+  // Not execFileSync: the test's own clients keep running (and timing their requests) while the store starts.
+  const script = async (name: string, ...args: string[]) => {
+    await promisify(execFile)('bash', [join(REPO_ROOT, 'scripts', 'engines', name), ...args], {
       env,
-      stdio: ['ignore', 'ignore', 'pipe'],
       timeout: 300_000,
     });
+  };
   const pid = (): number | null => {
     try {
       return Number(readFileSync(join(runDir, 'pids', 'ferretdb.pid'), 'utf8').trim()) || null;
@@ -48,7 +50,7 @@ export async function privateStore(): Promise<PrivateStore> {
   };
   const store: PrivateStore = {
     url: `mongodb://127.0.0.1:${port}/estate`,
-    start: () => void script('up.sh', 'mongo'),
+    start: () => startOnSamePort(() => script('up.sh', 'mongo')),
     async stop() {
       const p = pid();
       if (p === null || !alive(p)) return;
@@ -57,7 +59,7 @@ export async function privateStore(): Promise<PrivateStore> {
     },
     async destroy() {
       await store.stop();
-      script('down.sh', 'mongo');
+      await script('down.sh', 'mongo');
       rmSync(runDir, { recursive: true, force: true });
     },
   };

@@ -1,4 +1,4 @@
-import { parseEnv } from '@estate/platform/config';
+import { envPort, parseEnv } from '@estate/platform/config';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -37,4 +37,13 @@ export function loadTarget(env: NodeJS.ProcessEnv): CliTarget {
         elasticsearchIndex: e.ELASTICSEARCH_INDEX,
       }
     : { kind: 'embedded', dataDir: e.DATA_DIR };
+}
+
+const apiSchema = z.object({ HOST: z.string().min(1).default('127.0.0.1'), PORT: envPort(3000) });
+
+/** Where the product listens when started with the same environment (`webhooks listen` reads its feed there). */
+export function loadApiUrl(env: NodeJS.ProcessEnv): string {
+  const e = parseEnv(apiSchema, env);
+  const host = e.HOST === '0.0.0.0' || e.HOST === '::' ? '127.0.0.1' : e.HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${e.PORT}`;
 }

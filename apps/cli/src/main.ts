@@ -12,7 +12,8 @@ import { MongoDocumentStore } from '@estate/store/mongo.document-store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { storeFile } from '@estate/embedded';
 import { type DocumentStore } from '@estate/store';
-import { loadTarget, type CliTarget } from './config';
+import { loadApiUrl, loadTarget, type CliTarget } from './config';
+import { listenAndForward, newListenSecret } from './webhooks-listen';
 
 const USAGE = `Usage: npm run cli -- <command>
 
@@ -25,6 +26,10 @@ const USAGE = `Usage: npm run cli -- <command>
   keys revoke <keyId> [--account <id> | --platform]
                                                 revoke a key at once
   reindex                                       rebuild the listing search index from the listings store
+  webhooks listen --forward-to <url> [--events <a,b>] [--url <api>] [--key <key>] [--account <id>]
+                                                follow the change feed and post each new event to <url>,
+                                                signed (Standard Webhooks) with a secret it prints; without
+                                                --key it uses a key of its own, revoked when it stops
 
 Works on DATA_DIR (default ./data; also while the server runs), or on the distributed
 profile's database when MONGODB_URL is set. --account defaults to the default account.
@@ -86,6 +91,50 @@ function agentsIn(target: CliTarget): AgentsReader & { close(): Promise<void> } 
   };
 }
 
+/** `webhooks listen`: forwards the feed to a local URL until Ctrl-C, with a key of its own unless given one. */
+async function listen(
+  target: CliTarget,
+  opts: { forwardTo: string; apiUrl: string; apiKey?: string; account?: string; types: string[] },
+): Promise<number> {
+  const stop = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
+  const secret = newListenSecret();
+  let revoke = async () => {};
+  let apiKey = opts.apiKey;
+  if (!apiKey) {
+    const store = await openStore(target);
+    const access = await composeAccess(store, { state: async () => null });
+    const accountId = opts.account ?? (await access.defaultAccount())?.id;
+    if (!accountId) {
+      await store.close();
+      throw new AppError('account_not_found', 'There is no default account yet: start the server once');
+    }
+    const who = { accountId, keyId: 'cli', role: 'admin' as const, agentId: null };
+    const key = await access.createKey(who, { name: 'webhooks listen', role: 'integration' });
+    apiKey = key.secret;
+    revoke = async () => {
+      await access.revokeKey(accountId, key.id);
+      await store.close();
+    };
+  }
+  process.stdout.write(`Your webhook signing secret is ${secret} (this session only)\n`);
+  try {
+    await listenAndForward({
+      apiUrl: opts.apiUrl,
+      apiKey,
+      forwardTo: opts.forwardTo,
+      secret,
+      types: opts.types,
+      intervalMs: 1000,
+      signal: stop.signal,
+      print: (line) => process.stdout.write(`${line}\n`),
+    });
+    return 0;
+  } finally {
+    await revoke();
+  }
+}
+
 async function run(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -96,6 +145,10 @@ async function run(argv: string[]): Promise<number> {
       'agent-id': { type: 'string' },
       account: { type: 'string' },
       platform: { type: 'boolean' },
+      'forward-to': { type: 'string' },
+      events: { type: 'string' },
+      url: { type: 'string' },
+      key: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -111,6 +164,21 @@ async function run(argv: string[]): Promise<number> {
     exitOnStartFailure(err);
   }
   if (area === 'reindex') return reindex(target);
+  if (area === 'webhooks' && action === 'listen') {
+    const forwardTo = values['forward-to'];
+    if (!forwardTo || !URL.canParse(forwardTo))
+      throw new AppError(
+        'validation_failed',
+        'Give the local URL: webhooks listen --forward-to http://127.0.0.1:4000/hook',
+      );
+    return listen(target, {
+      forwardTo,
+      apiUrl: values.url ?? loadApiUrl(process.env),
+      apiKey: values.key,
+      account: values.account,
+      types: values.events?.split(',').filter(Boolean) ?? [],
+    });
+  }
   const store = await openStore(target);
   const agents = agentsIn(target);
   const access = await composeAccess(store, agents);

@@ -1,5 +1,5 @@
 import { firstStartBanner } from '@estate/gateway';
-import { closeOnSignals, exitOnStartFailure } from '@estate/platform/lifecycle';
+import { announceListening, closeOnSignals, exitOnStartFailure, listeningUrl } from '@estate/platform/lifecycle';
 import { createLogger } from '@estate/platform/logging';
 import { composeEmbedded } from './compose';
 import { loadConfig } from './config';
@@ -10,15 +10,10 @@ async function main(): Promise<void> {
   const product = await composeEmbedded(config, log);
   closeOnSignals(log, () => product.close());
   await product.app.listen({ port: config.port, host: config.host });
-  process.stdout.write(firstStartBanner(product.boot, `http://${config.host}:${config.port}`));
-  log.info(
-    {
-      url: `http://${config.host}:${config.port}`,
-      docs: `http://${config.host}:${config.port}/docs`,
-      dataDir: config.dataDir,
-    },
-    'embedded profile ready',
-  );
+  const url = listeningUrl(product.app, config.host);
+  process.stdout.write(firstStartBanner(product.boot, url));
+  log.info({ url, docs: `${url}/docs`, dataDir: config.dataDir }, 'embedded profile ready');
+  announceListening(url);
 }
 
 main().catch(exitOnStartFailure);

@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildDist, eventually, listingBody, REPO_ROOT } from '@estate/testing';
+import { buildDist, eventually, listingBody, REPO_ROOT, spawnListening } from '@estate/testing';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import sharp from 'sharp';
 
@@ -12,44 +11,35 @@ const PLATFORM = 'ek_test_platform_key_0123456789abcdefghij';
 const JOBS = 8;
 const JOB_ITEMS = 100;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 interface Running {
   child: ChildProcess;
   base: string;
   exited: Promise<void>;
 }
 
-/** `npm start`'s process on the data folder, ready to answer. */
+/** `npm start`'s process on the data folder, on a port of the system's choosing, ready to answer. */
 async function startProduct(dataDir: string): Promise<Running> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'apps', 'embedded', 'main.js')], {
+  const started = spawnListening('the product', join(REPO_ROOT, 'dist', 'apps', 'embedded', 'main.js'), {
     cwd: REPO_ROOT,
     env: {
       PATH: process.env.PATH ?? '',
       DATA_DIR: dataDir,
-      PORT: String(port),
+      PORT: '0',
       ADMIN_API_KEY: ADMIN,
       PLATFORM_API_KEY: PLATFORM,
       RATE_LIMIT_PER_MINUTE: '100000',
       LOG_LEVEL: 'warn',
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const base = `http://127.0.0.1:${port}`;
+  const { child } = started;
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  const base = await started.listening;
   await eventually(
     async () => {
-      if (child.exitCode !== null) throw new Error(`the product exited with ${child.exitCode}`);
+      if (child.exitCode !== null) throw new Error(`the product exited with ${child.exitCode}:\n${started.output()}`);
       const res = await fetch(`${base}/health/ready`);
       if (res.status !== 200) throw new Error(`not ready: ${res.status}`);
     },

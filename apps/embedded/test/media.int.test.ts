@@ -16,8 +16,10 @@ import type { EmbeddedProduct } from '../src/compose';
 
 const ADMIN = 'ek_test_admin_key_media_0123456789abcdefgh';
 const log = pino({ level: 'silent' });
-/** Generous, as CPUs may be shared. */
-const WAIT = { timeoutMs: 20_000, intervalMs: 25 };
+/** Generous, as CPUs may be shared: renders and events take their time on a loaded machine. */
+const WAIT = { timeoutMs: 60_000, intervalMs: 25 };
+/** A test waits for renders and events twice or more. */
+const TEST_TIMEOUT = 180_000;
 
 function filesUnder(dir: string): string[] {
   try {
@@ -70,65 +72,75 @@ describe('media in the embedded profile: upload through the gateway edge, summar
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('shows the media summary on the listing once images are ready, with a new listing version each time', async () => {
-    const listing = (await call({ method: 'POST', url: '/v1/listings', payload: listingBody() })).json();
-    // Uploaded at once after create: the media service may not have seen the listing event yet.
-    const res = await upload(listing.id, [await photo(1000, 750), await photo(640, 480)]);
-    expect(res.statusCode).toBe(201);
-    const [first] = res.json().items;
-    const tour = await call({
-      method: 'POST',
-      url: `/v1/listings/${listing.id}/media`,
-      payload: { type: 'virtual_tour', url: 'https://tours.example.com/abc', caption: 'Tour' },
-    });
-    expect(tour.statusCode).toBe(201);
+  it(
+    'shows the media summary on the listing once images are ready, with a new listing version each time',
+    async () => {
+      const listing = (await call({ method: 'POST', url: '/v1/listings', payload: listingBody() })).json();
+      // Uploaded at once after create: the media service may not have seen the listing event yet.
+      const res = await upload(listing.id, [await photo(1000, 750), await photo(640, 480)]);
+      expect(res.statusCode).toBe(201);
+      const [first] = res.json().items;
+      const tour = await call({
+        method: 'POST',
+        url: `/v1/listings/${listing.id}/media`,
+        payload: { type: 'virtual_tour', url: 'https://tours.example.com/abc', caption: 'Tour' },
+      });
+      expect(tour.statusCode).toBe(201);
 
-    const shown = await eventually(async () => {
-      const read = await getListing(listing.id);
-      expect(read.media.photoCount).toBe(2);
-      expect(read.media.virtualTours).toHaveLength(1);
-      return read;
-    }, WAIT);
-    expect(shown.media).toEqual({
-      photoCount: 2,
-      primaryPhoto: { id: first.id, urls: first.urls, caption: null },
-      virtualTours: [{ id: tour.json().items[0].id, url: 'https://tours.example.com/abc', caption: 'Tour' }],
-    });
-    expect(shown.version).toBeGreaterThan(listing.version);
-    const thumb = await product.app.inject({ method: 'GET', url: shown.media.primaryPhoto.urls.thumb });
-    expect(thumb.statusCode).toBe(200);
-    expect(await sharp(thumb.rawPayload).metadata()).toMatchObject({ width: 320, height: 240 });
+      const shown = await eventually(async () => {
+        const read = await getListing(listing.id);
+        expect(read.media.photoCount).toBe(2);
+        expect(read.media.virtualTours).toHaveLength(1);
+        return read;
+      }, WAIT);
+      expect(shown.media).toEqual({
+        photoCount: 2,
+        primaryPhoto: { id: first.id, urls: first.urls, caption: null },
+        virtualTours: [{ id: tour.json().items[0].id, url: 'https://tours.example.com/abc', caption: 'Tour' }],
+      });
+      expect(shown.version).toBeGreaterThan(listing.version);
+      const thumb = await product.app.inject({ method: 'GET', url: shown.media.primaryPhoto.urls.thumb });
+      expect(thumb.statusCode).toBe(200);
+      expect(await sharp(thumb.rawPayload).metadata()).toMatchObject({ width: 320, height: 240 });
 
-    // A listing PATCH keeps the summary; a media change after it still lands.
-    const patched = await call({
-      method: 'PATCH',
-      url: `/v1/listings/${listing.id}`,
-      payload: { pricing: { listPrice: 500000 } },
-    });
-    expect(patched.json()).toMatchObject({ pricing: { listPrice: 500000 } });
-    await call({ method: 'DELETE', url: `/v1/listings/${listing.id}/media/${first.id}` });
-    const after = await listingWithPhotos(listing.id, 1);
-    expect(after.media.primaryPhoto.id).toBe(res.json().items[1].id);
-    expect(after.pricing.listPrice).toBe(500000);
-  });
+      // A listing PATCH keeps the summary; a media change after it still lands.
+      const patched = await call({
+        method: 'PATCH',
+        url: `/v1/listings/${listing.id}`,
+        payload: { pricing: { listPrice: 500000 } },
+      });
+      expect(patched.json()).toMatchObject({ pricing: { listPrice: 500000 } });
+      await call({ method: 'DELETE', url: `/v1/listings/${listing.id}/media/${first.id}` });
+      const after = await listingWithPhotos(listing.id, 1);
+      expect(after.media.primaryPhoto.id).toBe(res.json().items[1].id);
+      expect(after.pricing.listPrice).toBe(500000);
+    },
+    TEST_TIMEOUT,
+  );
 
-  it("deletes a listing's media and files with the listing", async () => {
-    const listing = (await call({ method: 'POST', url: '/v1/listings', payload: listingBody() })).json();
-    const [item] = (await upload(listing.id, [await photo(400, 300)])).json().items;
-    await listingWithPhotos(listing.id, 1);
-    const filesDir = join(dir, 'media', 'files');
-    expect(filesDir.length > 0 && filesUnder(filesDir).filter((f) => f.endsWith('.bin')).length).toBe(6);
+  it(
+    "deletes a listing's media and files with the listing",
+    async () => {
+      const listing = (await call({ method: 'POST', url: '/v1/listings', payload: listingBody() })).json();
+      const [item] = (await upload(listing.id, [await photo(400, 300)])).json().items;
+      await listingWithPhotos(listing.id, 1);
+      const filesDir = join(dir, 'media', 'files');
+      expect(filesDir.length > 0 && filesUnder(filesDir).filter((f) => f.endsWith('.bin')).length).toBe(6);
 
-    expect((await call({ method: 'DELETE', url: `/v1/listings/${listing.id}` })).statusCode).toBe(200);
-    await eventually(
-      async () => expect((await product.app.inject({ method: 'GET', url: item.urls.thumb })).statusCode).toBe(404),
-      WAIT,
-    );
-    for (const url of Object.values(item.urls) as string[])
-      expect((await product.app.inject({ method: 'GET', url })).statusCode).toBe(404);
-    expect(filesUnder(filesDir).filter((f) => !f.includes(`${join(filesDir, 'tmp')}`))).toEqual([]);
-    expect((await call({ method: 'GET', url: `/v1/listings/${listing.id}/media` })).statusCode).toBe(404);
-  });
+      expect((await call({ method: 'DELETE', url: `/v1/listings/${listing.id}` })).statusCode).toBe(200);
+      // The media service hears of the deletion from its event and removes the files one after the other.
+      await eventually(async () => {
+        for (const url of Object.values(item.urls) as string[])
+          expect({ url, status: (await product.app.inject({ method: 'GET', url })).statusCode }).toEqual({
+            url,
+            status: 404,
+          });
+        expect(filesUnder(filesDir).filter((f) => !f.includes(`${join(filesDir, 'tmp')}`))).toEqual([]);
+      }, WAIT);
+      expect((await call({ method: 'GET', url: `/v1/listings/${listing.id}/media` })).statusCode).toBe(404);
+    },
+    TEST_TIMEOUT,
+  );
 });
 
 describe('listings: media summary from media.media.changed is idempotent by media revision', () => {

@@ -50,14 +50,40 @@ export interface ImageUpload {
   caption?: string;
 }
 
+/** Every error answer, as thrown by `unwrap`, `list`, `followJob` and `uploadImages`. */
 export class EstateApiError extends Error {
+  /** The stable problem code to branch on (`listing_not_found`, `validation_failed`, ...); undefined without one. */
+  readonly code: string | undefined;
+  /** For people: what went wrong. */
+  readonly detail: string | undefined;
+  /** The request's id (also in `x-request-id`): quote it when asking for help. */
+  readonly requestId: string | undefined;
+  /** The bad fields of a 422, with their paths. */
+  readonly errors: { path: string; message: string }[];
+
   constructor(
     readonly status: number,
     readonly problem: Schemas['Problem'] | undefined,
+    requestId?: string | null,
   ) {
     super(problem ? `${status} ${problem.code}: ${problem.detail}` : `HTTP ${status}`);
     this.name = 'EstateApiError';
+    this.code = problem?.code;
+    this.detail = problem?.detail;
+    this.requestId = problem?.requestId ?? requestId ?? undefined;
+    this.errors = (problem as { errors?: { path: string; message: string }[] } | undefined)?.errors ?? [];
   }
+}
+
+const apiError = (response: Response, problem: unknown) =>
+  new EstateApiError(response.status, problem as Schemas['Problem'] | undefined, response.headers.get('x-request-id'));
+
+/** The answer of `POST /v1/leads`: the lead (admin keys) or a receipt `{ id, duplicate }` (integration keys). */
+export type LeadCaptureAnswer = Schemas['LeadCaptured'] | Schemas['LeadCaptureReceipt'];
+
+/** Narrows a capture answer to the whole lead (score, status, agent...); false for an integration key's receipt. */
+export function isCapturedLead(answer: LeadCaptureAnswer): answer is Schemas['LeadCaptured'] {
+  return 'status' in answer;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -129,7 +155,7 @@ export function createEstateClient(options: EstateClientOptions): EstateClient {
           query: { ...(opts.query as Record<string, unknown>), ...(cursor ? { cursor } : {}) },
         },
       });
-      if (!data) throw new EstateApiError(response.status, error);
+      if (!data) throw apiError(response, error);
       for (const item of data.items) yield item as ListItem<P>;
       cursor = data.nextCursor ?? undefined;
     } while (cursor);
@@ -151,8 +177,7 @@ export function createEstateClient(options: EstateClientOptions): EstateClient {
       );
       if (response.status === 204) return;
       if (!response.ok || !response.body) {
-        const problem = (await response.json().catch(() => undefined)) as Schemas['Problem'] | undefined;
-        throw new EstateApiError(response.status, problem);
+        throw apiError(response, await response.json().catch(() => undefined));
       }
       const decoder = new TextDecoder();
       let buffer = '';
@@ -191,7 +216,7 @@ export function createEstateClient(options: EstateClientOptions): EstateClient {
       body: form as never,
       bodySerializer: (body: unknown) => body as FormData,
     });
-    if (!data) throw new EstateApiError(response.status, error as Schemas['Problem'] | undefined);
+    if (!data) throw apiError(response, error);
     return data.items;
   }
 
@@ -214,8 +239,7 @@ export function verifyWebhook<T = unknown>(
 
 /** Answers the data of an openapi-fetch result, or throws its problem as an EstateApiError. */
 export function unwrap<D>(result: { data?: D; error?: unknown; response: Response }): D {
-  if (result.data === undefined)
-    throw new EstateApiError(result.response.status, result.error as Schemas['Problem'] | undefined);
+  if (result.data === undefined) throw apiError(result.response, result.error);
   return result.data;
 }
 

@@ -539,7 +539,7 @@ export interface paths {
         };
         /**
          * The account's change feed, oldest first, deletions included, kept 30 days
-         * @description Poll with the `nextCursor` of the previous page (never null); an empty page means up to date. Admin and integration keys.
+         * @description Poll with the `nextCursor` of the previous page (never null); an empty page means up to date. Admin and integration keys; an integration key reads no lead pipeline: its feed carries listing, media and job events, and naming a `lead.*` or `activity.created` type is 403.
          */
         get: operations["listEvents"];
         put?: never;
@@ -10666,7 +10666,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description The `nextCursor` of the previous page; absent starts at the oldest event kept (30 days) */
+                /** @description The `nextCursor` of the previous page; absent or empty starts at the oldest event kept (30 days) */
                 after?: string;
                 /** @description Only these event types (comma list) */
                 types?: ("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created")[];

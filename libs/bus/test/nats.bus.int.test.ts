@@ -77,7 +77,6 @@ describeWithEngines('nats bus namespaces', ['NATS_URL'], (urls) => {
       b.listen('jobs.*.progress', () => void got.transientB++);
       const seenA: string[] = [];
       a2.listen('jobs.*.progress', (_d, subject) => void seenA.push(subject));
-      await sleep(100);
       await a1.publish('listings.listing.deleted', {
         eventId: `e-${suffix}`,
         accountId: 'acc',
@@ -85,14 +84,16 @@ describeWithEngines('nats bus namespaces', ['NATS_URL'], (urls) => {
         version: 1,
         occurredAt: new Date().toISOString(),
       });
-      a1.notify('jobs.j1.progress', { processed: 1 });
+      // A listener misses what was sent before its subscription took effect: notified until it hears.
       await eventually(() => {
+        a1.notify('jobs.j1.progress', { processed: 1 });
         expect(got.a).toHaveLength(1);
-        expect(seenA).toHaveLength(1);
+        expect(seenA.length).toBeGreaterThan(0);
       }, WAIT);
+      // Nothing crosses to the other namespace (a moment for a stray message to show).
       await sleep(300);
       expect(got).toEqual({ a: ['lst_a'], b: [], transientB: 0 });
-      expect(seenA).toEqual(['jobs.j1.progress']);
+      expect(new Set(seenA)).toEqual(new Set(['jobs.j1.progress']));
     } finally {
       await Promise.all([a1.close(), a2.close(), b.close()]);
       const nc = await connect(natsConnectOptions(urls.NATS_URL));

@@ -41,8 +41,8 @@ export const eventEnvelope = z
 export type EventEnvelope = z.infer<typeof eventEnvelope>;
 
 export const eventFeedQuery = z.strictObject({
-  after: single(z.string().min(1).max(512).optional()).describe(
-    'The `nextCursor` of the previous page; absent starts at the oldest event kept (30 days)',
+  after: single(z.string().max(512).optional()).describe(
+    'The `nextCursor` of the previous page; absent or empty starts at the oldest event kept (30 days)',
   ),
   types: commaList(eventType).describe('Only these event types (comma list)'),
   limit: pageQuery.limit,

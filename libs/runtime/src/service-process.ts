@@ -11,7 +11,7 @@ import {
 } from '@estate/platform/config';
 import { requireSignedIdentity, TRUSTED_CALLERS } from '@estate/platform/auth';
 import { createHttpApp, type OpenApiDoc } from '@estate/platform/http';
-import { closeOnSignals, exitOnStartFailure } from '@estate/platform/lifecycle';
+import { announceListening, closeOnSignals, exitOnStartFailure, listeningUrl } from '@estate/platform/lifecycle';
 import { createLogger, type Logger } from '@estate/platform/logging';
 import { useCursorSecrets } from '@estate/platform/pagination';
 import type { Bus } from '@estate/bus';
@@ -128,7 +128,9 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
       await adapters.close();
     });
     await app.listen({ port: config.port, host: config.host });
-    runtime.afterListen?.(`http://${config.host}:${config.port}`);
+    const url = listeningUrl(app, config.host);
+    runtime.afterListen?.(url);
+    announceListening(url);
   } catch (err) {
     exitOnStartFailure(err);
   }

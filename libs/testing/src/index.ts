@@ -6,4 +6,6 @@ export * from './build';
 export * from './eventually';
 export * from './query-plans';
 export * from './webhook-receiver';
+export * from './listening-process';
+export * from './ports';
 export * from './reso';

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Identity } from '@estate/contracts/accounts';
 import { jobProgressSubject, type Job, type JobProgress, type JobState } from '@estate/contracts/jobs';
 import { AppError } from '@estate/platform/errors';
@@ -137,8 +136,11 @@ describe('GET /v1/jobs/:id/events (gateway relay of job progress)', () => {
   it('ends open streams when the server shuts down, instead of waiting for their jobs', async () => {
     jobs.current = jobAt('running', 1);
     const res = await open();
-    const reading = readSse(res);
-    await sleep(50);
+    let opened!: () => void;
+    const firstEvent = new Promise<void>((resolve) => (opened = resolve));
+    const reading = readSse(res, () => opened());
+    // Closed once the stream is under way (its first event is there), or when it ended without one.
+    await Promise.race([firstEvent, reading]);
     await gw.close();
     const { events } = await reading;
     expect(states(events)).toEqual(['running:1']);

@@ -88,6 +88,19 @@ describe('lead changes', () => {
     expect(kept.scoreChanged).toBe(false);
   });
 
+  it('records who set a manual score on the timeline', () => {
+    const current = lead();
+    const s = stamp();
+    const set = settleChange(
+      current,
+      applyChange(current, { fields: { score: 95, scoreSource: 'manual' } }, s),
+      breakdown(40),
+      s,
+    )!;
+    expect(set.next.score).toBe(95);
+    expect(set.activities.map((a) => [a.type, a.actor])).toEqual([['score_change', s.origin.actor]]);
+  });
+
   it('changes nothing when nothing moves, not even the explanation of the score', () => {
     const current = lead();
     const s = stamp();

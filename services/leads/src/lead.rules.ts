@@ -249,7 +249,8 @@ export function settleChange(
       type: 'score_change',
       summary: `Score ${current.score} → ${next.score} (${next.scoreSource})`,
       data: { from: current.score, to: next.score, scoreSource: next.scoreSource },
-      actor: SYSTEM,
+      // A manual score is set by a caller: the timeline says who (decision 0047).
+      actor: next.scoreSource === 'manual' ? stamp.origin.actor : SYSTEM,
     });
     activities.push(scoreChange);
     next = withActivities(next, [scoreChange]);

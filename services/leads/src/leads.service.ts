@@ -280,12 +280,12 @@ export class LeadsService {
       return await this.view(lead);
     } catch (err) {
       if (!(err instanceof DuplicateKeyError)) throw err;
-      // Another lead of the account has this email or phone; an agent is not told which lead (it may not be theirs).
+      // Another lead of the account has this email or phone (only admins change contacts, so they may know which).
       const email = typeof patch.email === 'string' ? patch.email : undefined;
       const phone = typeof patch.phone === 'string' ? (toE164(patch.phone) ?? undefined) : undefined;
       const taken = await this.deps.leads.findByContact(who.accountId, { email, phone });
       throw new AppError('lead_exists', 'Another lead of the account already has this email or phone', {
-        fields: who.role === 'admin' && taken && taken.lead.id !== id ? { existingId: taken.lead.id } : {},
+        fields: taken && taken.lead.id !== id ? { existingId: taken.lead.id } : {},
       });
     }
   }
@@ -305,10 +305,18 @@ export class LeadsService {
         },
       );
     }
+    const phone = next.phone === cur.phone ? cur.phone : e164Or422(next.phone);
+    if (who.role !== 'admin' && (next.email !== cur.email || phone !== cur.phone))
+      // The account's leads are unique by email and phone: an agent's change could only be refused by a lead
+      // it may not see, so whether a contact is taken would leak. Admins change contacts (decision 0047).
+      throw new AppError(
+        'forbidden',
+        "Only an admin may change a lead's email or phone; log the new contact as a note",
+      );
     const fields: Partial<LeadFields> = {
       name: next.name,
       email: next.email,
-      phone: next.phone === cur.phone ? cur.phone : e164Or422(next.phone),
+      phone,
       status: next.status,
       tags: uniqueTags(next.tags ?? []),
       score: next.score ?? cur.score,

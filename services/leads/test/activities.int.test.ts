@@ -155,7 +155,7 @@ describe('activities over HTTP and the bus (embedded adapters)', () => {
     await h.bus.publish('leads.activity.record', command(eventId), { msgId: `${eventId}-again` });
     await h.bus.publish('leads.activity.record', command(randomUUID(), { type: 'email', summary: 'marker' }));
     await eventually(async () => expect((await list()).items.map((a: Activity) => a.summary)).toContain('marker'), {
-      timeoutMs: 5000,
+      timeoutMs: 30_000,
     });
     const views = (await list()).items.filter((a: Activity) => a.type === 'property_view');
     expect(views).toHaveLength(1);
@@ -205,7 +205,7 @@ describe('activities over HTTP and the bus (embedded adapters)', () => {
     // The lead write carried the activity in its outbox; the relay's event lands it on the timeline.
     await h.runtime.relay.flush();
     await eventually(async () => expect((await list()).items.map((a: Activity) => a.summary)).toContain('survives'), {
-      timeoutMs: 5000,
+      timeoutMs: 30_000,
     });
     expect((await list()).items.filter((a: Activity) => a.summary === 'survives')).toHaveLength(1);
   });

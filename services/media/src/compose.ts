@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { ListingLookup } from './clients/listings.client';
 import { ListingsSubscriber } from './events/listings.subscriber';
 import { GalleryService } from './gallery.service';
-import { DEFAULT_MAX_PIXELS } from './image.rules';
+import { DEFAULT_MAX_PIXELS, DEFAULT_RENDER_TIMEOUT_SECONDS } from './image.rules';
 import { ListingProjectionService } from './listing-projection.service';
 import { RenditionService } from './rendition.service';
 import { GALLERIES_COLLECTION, GalleryRepository } from './repositories/gallery.repository';
@@ -16,7 +16,7 @@ import { MediaFilesRepository } from './repositories/media-files.repository';
 import { SweepService } from './sweep.service';
 import { TrashService } from './trash.service';
 import { UploadService } from './upload.service';
-import { BusRenditionQueue, RenditionWorker } from './workers/rendition.worker';
+import { BusRenditionQueue, RenditionWorker, type RenditionTurns } from './workers/rendition.worker';
 import { SweepWorker } from './workers/sweep.worker';
 
 export interface MediaOptions {
@@ -24,6 +24,8 @@ export interface MediaOptions {
   maxPixels: number;
   /** Images rendered at once by this process (each holds one decoded image in memory). */
   workers: number;
+  /** Seconds of work each step of a render may take before the image is marked failed. */
+  renderTimeoutSeconds: number;
   /** A `processing` image whose job was queued this long ago is queued again by the sweep. */
   requeueAfterMs: number;
   sweepEveryMs: number;
@@ -32,6 +34,7 @@ export interface MediaOptions {
 export const defaultMediaOptions: MediaOptions = {
   maxPixels: DEFAULT_MAX_PIXELS,
   workers: Math.min(2, availableParallelism()),
+  renderTimeoutSeconds: DEFAULT_RENDER_TIMEOUT_SECONDS,
   requeueAfterMs: 5 * 60 * 1000,
   sweepEveryMs: 60 * 1000,
 };
@@ -71,13 +74,20 @@ export async function composeMedia(deps: {
   const relay = new OutboxRelay({ bus, log, transaction: deps.transaction });
   relay.watch(GALLERIES_COLLECTION, galleries.collection);
   const files = new MediaFilesRepository(deps.blobs);
-  // The in-process bus hands a consumer group one message at a time: one render runs at once there.
+  // The embedded process renders one image at a time: it shares its CPUs with every other service.
   const workers = bus.kind === 'memory' ? 1 : options.workers;
+  // Which jobs wait their turn here: in process, every queued job (the in-process queue holds them all
+  // anyway); over NATS, a few per render slot, so that replicas share the queue.
+  const turns: RenditionTurns =
+    bus.kind === 'memory'
+      ? { slots: workers, window: 10_000, share: 10_000, shareWaitMs: 0 }
+      : { slots: workers, window: workers * 8, share: workers * 2, shareWaitMs: 2000 };
   // libvips threads are shared out between the pipelines, so renders never oversubscribe the CPUs.
   const images = new ImageRendererRepository({
     maxPixels: options.maxPixels,
     pipelines: workers,
     threadsPerPipeline: renderThreads(workers),
+    renderTimeoutSeconds: options.renderTimeoutSeconds,
   });
   const queue = new BusRenditionQueue(bus);
   const trash = new TrashService({ galleries, files, clock, log });
@@ -95,7 +105,10 @@ export async function composeMedia(deps: {
   const renditions = new RenditionService({ galleries, files, images, outbox: relay, clock, log });
   const sweep = new SweepService({ galleries, trash, queue, clock, log });
 
-  const subscribers = [new ListingsSubscriber({ bus, listings }), new RenditionWorker({ bus, renditions, workers })];
+  const subscribers = [
+    new ListingsSubscriber({ bus, listings }),
+    new RenditionWorker({ bus, renditions, queue, turns }),
+  ];
   const sweeper = new SweepWorker({
     sweep,
     everyMs: options.sweepEveryMs,

@@ -6,6 +6,29 @@ export const HEADER_BYTES = 512 * 1024;
 /** Largest image accepted, in pixels (width × height as declared in the header): 50 megapixels. */
 export const DEFAULT_MAX_PIXELS = 50_000_000;
 
+/** Widest or tallest image accepted: above any camera's, below what stalls a decoder (a 1 × 49,000,000 strip). */
+export const MAX_IMAGE_SIDE = 20_000;
+/** Longest side at most this many times the shortest: a wide panorama passes, a strip of pixels does not. */
+export const MAX_ASPECT_RATIO = 12;
+/** A render that runs longer than this is stopped and the image marked failed (seconds of libvips work). */
+export const DEFAULT_RENDER_TIMEOUT_SECONDS = 60;
+
+/**
+ * Why an image of this header size is refused before anything is decoded, naming the limit it
+ * breaks; null when it may be decoded. Pixels bound memory; sides and shape bound decoding time,
+ * which for a thin strip grows with its length, not its pixel count.
+ */
+export function sizeRefusal(width: number, height: number, maxPixels: number): string | null {
+  const size = `the image is ${width}×${height} pixels`;
+  if (width > MAX_IMAGE_SIDE) return `${size}; its width may be at most ${MAX_IMAGE_SIDE} pixels`;
+  if (height > MAX_IMAGE_SIDE) return `${size}; its height may be at most ${MAX_IMAGE_SIDE} pixels`;
+  if (width * height > maxPixels)
+    return `${size} (${Math.round((width * height) / 1e6)} megapixels); at most ${Math.round(maxPixels / 1e6)} megapixels are accepted`;
+  if (Math.max(width, height) > MAX_ASPECT_RATIO * Math.min(width, height))
+    return `${size}; its aspect ratio may be at most ${MAX_ASPECT_RATIO}:1 (the long side at most ${MAX_ASPECT_RATIO} times the short one)`;
+  return null;
+}
+
 export const LARGE_MAX_SIDE = 1600;
 export const THUMB_MAX_SIDE = 320;
 export const JPEG_QUALITY = 82;

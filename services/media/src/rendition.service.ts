@@ -49,7 +49,7 @@ export class RenditionService {
       );
     } catch (err) {
       if (!(err instanceof UnreadableImageError)) throw err;
-      log.info({ reason: err.message }, 'image processing failed');
+      log.info({ reason: err.message, library: err.libraryMessage }, 'image processing failed');
       await this.finish(job, { status: 'failed', failureReason: capitalised(err.message) }, log);
       metrics.mediaFailures.inc({ reason: 'unreadable_image' });
       metrics.mediaProcessing.observe({ outcome: 'failed' }, (Date.now() - started) / 1000);

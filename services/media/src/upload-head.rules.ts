@@ -17,6 +17,14 @@ export class EmptyFileError extends Error {
   }
 }
 
+/** The upload stream itself failed (the multipart body cut short or malformed, the client gone): the client's error. */
+export class UploadCutShortError extends Error {
+  constructor(readonly reason: unknown) {
+    super('the upload ended before its file was complete');
+    this.name = 'UploadCutShortError';
+  }
+}
+
 /**
  * Passes an upload through while keeping its first {@link HEADER_BYTES} (for reading the image
  * header afterwards) and judging its type from the first bytes: anything but JPEG or PNG fails

@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import { finished, type Readable } from 'node:stream';
 import { BlobTooLargeError, type BlobInfo } from '@estate/blobs';
 import type { OutboxRelay } from '@estate/bus';
 import { MAX_IMAGE_BYTES, MAX_IMAGES_PER_LISTING, type ImageContentType, type Media } from '@estate/contracts/media';
@@ -16,7 +16,7 @@ import {
 } from './repositories/image-renderer.repository';
 import { newFileToken, type MediaFilesRepository } from './repositories/media-files.repository';
 import type { TrashService } from './trash.service';
-import { EmptyFileError, UnsupportedImageTypeError, UploadHead } from './upload-head.rules';
+import { EmptyFileError, UnsupportedImageTypeError, UploadCutShortError, UploadHead } from './upload-head.rules';
 import type { RenditionQueue } from './workers/rendition.worker';
 
 export interface UploadDeps {
@@ -32,17 +32,23 @@ export interface UploadDeps {
   log: Logger;
 }
 
+export const CUT_SHORT = 'The multipart body is cut short or malformed; send the whole form again';
+
 /** Turns what an upload can fail with into the answer the client gets. */
 function uploadFailure(err: unknown): unknown {
   if (err instanceof UnsupportedImageTypeError) return new AppError('unsupported_media_type', err.message);
   if (err instanceof EmptyFileError) return new AppError('image_corrupt', 'The file is empty');
-  if (err instanceof UnreadableImageError)
-    return new AppError('image_corrupt', `The image cannot be read: ${err.message}`);
+  if (err instanceof UploadCutShortError) return new AppError('malformed_request', CUT_SHORT);
+  if (err instanceof UnreadableImageError) return new AppError('image_corrupt', capitalised(err.message));
   if (err instanceof ImageTooLargeError)
     return new AppError('image_too_large', `The image is refused before decoding: ${err.message}`);
   if (err instanceof BlobTooLargeError)
     return new AppError('payload_too_large', `A file may be at most ${MAX_IMAGE_BYTES / 1024 / 1024} MB`);
   return err;
+}
+
+function capitalised(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** Photo uploads: multipart requests whose files stream in one by one and are committed together. */
@@ -115,6 +121,12 @@ export class UploadSession {
         ));
       upload.stored = { info, contentType, ...header };
     } catch (err) {
+      // The image library's own words are for whoever runs the product, never for the client.
+      if (err instanceof UnreadableImageError && err.libraryMessage)
+        this.deps.log.info(
+          { requestId: this.ctx.requestId, listingId: this.listingId, reason: err.libraryMessage },
+          'upload refused: unreadable image',
+        );
       throw uploadFailure(err);
     }
   }
@@ -248,12 +260,15 @@ export class UploadSession {
 }
 
 /**
- * The upload through the type check, as one readable stream. An error of the upload (the
- * multipart limit cutting it off, a client gone) fails the check stream too; when the check
- * fails, the rest of the upload is discarded as it arrives (never stored) so the request ends.
+ * The upload through the type check, as one readable stream. An upload that fails or stops short
+ * (a body cut off, a client gone) fails the check stream too; when the check fails, the rest of
+ * the upload is discarded as it arrives (never stored) so the request ends.
  */
 function throughHead(source: Readable, head: UploadHead): Readable {
-  source.once('error', (err) => head.destroy(err));
+  // The parser destroys a part it gives up on without an error: `finished` reports that as a premature close.
+  finished(source, (err) => {
+    if (err) head.destroy(new UploadCutShortError(err));
+  });
   head.once('error', () => {
     source.unpipe(head);
     source.resume();

@@ -198,7 +198,8 @@ export async function startMedia(options: Partial<MediaOptions> = { workers: 1 }
           if (items.some((m) => m.status === 'processing')) throw new Error('images still processing');
           return items;
         },
-        { timeoutMs: 20_000, intervalMs: 25 },
+        // Renders share the CPU with everything else on a busy machine.
+        { timeoutMs: 60_000, intervalMs: 25 },
       ),
     fetchFile: (url, headers = {}) => app.inject({ method: 'GET', url, headers }),
     blobFiles: () => filesUnder(join(dir, 'blobs')).filter((f) => !f.includes(`${join(dir, 'blobs', 'tmp')}`)),

@@ -24,10 +24,23 @@ describe('webhook targets', () => {
     '::ffff:10.1.1.1',
     '224.0.0.1',
     'not-an-ip',
+    '::127.0.0.1',
+    '::7f00:1',
+    '::8.8.8.8',
+    '0:0:0:0:0:ffff:127.0.0.1',
+    '::ffff:0:127.0.0.1',
+    '::ffff:7f00:1',
+    '2002:7f00:1::',
+    '2002:a9fe:a9fe::1',
+    '2002:c0a8:101::',
+    '2001:0:4136:e378:8000:63bf:80ff:fffe',
+    '64:ff9b::7f00:1',
+    'fe80::1%eth0',
   ])('refuses %s', (address) => expect(isPublicAddress(address)).toBe(false));
 
-  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.4.4'])('accepts %s', (address) =>
-    expect(isPublicAddress(address)).toBe(true),
+  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.4.4', '2002:808:808::1'])(
+    'accepts %s',
+    (address) => expect(isPublicAddress(address)).toBe(true),
   );
 
   it('refuses http, credentials, local names and private literals unless private targets are allowed', () => {
@@ -38,6 +51,10 @@ describe('webhook targets', () => {
     expect(urlRefusal('https://printer.local/x', false)).toMatch(/local/);
     expect(urlRefusal('https://10.0.0.1/x', false)).toMatch(/private/);
     expect(urlRefusal('https://[::1]/x', false)).toMatch(/private/);
+    expect(urlRefusal('https://[::127.0.0.1]:8443/x', false)).toMatch(/private/);
+    expect(urlRefusal('https://[2002:7f00:1::]/x', false)).toMatch(/private/);
+    expect(urlRefusal('https://localhost./x', false)).toMatch(/local/);
+    expect(urlRefusal('https://api.localhost../x', false)).toMatch(/local/);
     expect(urlRefusal('http://127.0.0.1:8080/x', true)).toBeNull();
     expect(urlRefusal('ftp://127.0.0.1/x', true)).toMatch(/https/);
   });

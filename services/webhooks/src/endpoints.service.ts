@@ -148,8 +148,12 @@ export class EndpointsService {
   private async checkTarget(url: string): Promise<void> {
     const refusal = await this.deps.targetRefusal(url);
     if (refusal)
-      throw new AppError('validation_failed', `The webhook URL ${refusal}`, {
-        errors: [{ path: 'url', message: refusal }],
-      });
+      throw new AppError(
+        'validation_failed',
+        `The webhook URL ${refusal}. For a receiver on your own machine, run \`npm run cli -- webhooks listen --forward-to <url>\`, or start the server with WEBHOOKS_ALLOW_PRIVATE_TARGETS=1`,
+        {
+          errors: [{ path: 'url', message: `${refusal} (the server allows it with WEBHOOKS_ALLOW_PRIVATE_TARGETS=1)` }],
+        },
+      );
   }
 }

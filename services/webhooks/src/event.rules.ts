@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { BusMessage } from '@estate/bus';
 import type { MediaStatus } from '@estate/contracts/media';
-import type { EventType } from '@estate/contracts/webhooks';
+import { eventTypes, type EventType } from '@estate/contracts/webhooks';
 
 /** The domain events this service turns into client events (section 8: every durable event, no commands). */
 export const consumedSubjects = {
@@ -126,3 +126,27 @@ export function mediaEventType(status: MediaStatus): EventType | null {
 /** Whether an endpoint subscribed to `events` receives an event of `type`. */
 export const subscribes = (events: readonly string[], type: string): boolean =>
   events.includes('*') || events.includes(type);
+
+/** Event types about the lead pipeline: their `data` is a lead or its activity. */
+export const pipelineEventTypes: readonly EventType[] = [
+  'lead.created',
+  'lead.updated',
+  'lead.assigned',
+  'lead.status_changed',
+  'activity.created',
+];
+
+/**
+ * Which event types a key of this role reads in the change feed, of those it asked for (`all`: every
+ * type). An integration key reads no pipeline (SPEC §4): its feed carries no lead or activity events,
+ * and naming one is refused rather than answered with pages that stay empty.
+ */
+export function feedTypesFor(
+  role: string,
+  asked: readonly EventType[] | undefined,
+): { types: readonly EventType[] | 'all' } | { refused: readonly EventType[] } {
+  if (role !== 'integration') return { types: asked ?? 'all' };
+  const refused = asked?.filter((type) => pipelineEventTypes.includes(type)) ?? [];
+  if (refused.length > 0) return { refused };
+  return { types: (asked ?? eventTypes).filter((type) => !pipelineEventTypes.includes(type)) };
+}

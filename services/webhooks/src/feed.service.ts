@@ -2,6 +2,7 @@ import type { EventFeedPage, EventFeedQuery } from '@estate/contracts/webhooks';
 import { assertRole, type Identity } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import { decodeCursor, encodeCursor } from '@estate/platform/pagination';
+import { feedTypesFor } from './event.rules';
 import { positionAt, type FeedRepository } from './repositories/feed.repository';
 
 /** How long the feed keeps events. */
@@ -27,10 +28,17 @@ export class FeedService {
 
   async read(who: Identity, query: EventFeedQuery): Promise<EventFeedPage> {
     assertRole(who, ['admin', 'integration'], 'read the change feed');
-    const after = positionOf(query.after, who.accountId);
+    const readable = feedTypesFor(who.role, query.types);
+    if ('refused' in readable)
+      throw new AppError(
+        'forbidden',
+        `A key with role ${who.role} reads no lead pipeline; leave out ${readable.refused.join(', ')}`,
+      );
+    // An empty `after` is a poller's first call (`after=$cursor` with nothing stored yet): from the start.
+    const after = positionOf(query.after || undefined, who.accountId);
     const settledBefore = positionAt(this.deps.clock().getTime() - this.deps.settleMs);
     const docs = await this.deps.feed.read(who.accountId, after, {
-      types: query.types,
+      types: readable.types === 'all' ? undefined : [...readable.types],
       limit: query.limit,
       settledBefore,
     });

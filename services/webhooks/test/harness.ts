@@ -53,11 +53,15 @@ export interface WebhooksHarness {
   close(): Promise<void>;
 }
 
-/** Tests reach private targets (their receiver listens on 127.0.0.1), retry quickly and take over leases soon. */
+/**
+ * Tests reach private targets (their receiver listens on 127.0.0.1) and retry quickly. A claim lasts longer than
+ * an attempt takes on a loaded machine: a replica taking over a delivery still being sent would send it twice.
+ * (Tests of a takeover write the claim they take over themselves.)
+ */
 export const testOptions: Partial<WebhooksOptions> = {
   allowPrivateTargets: true,
   retryScheduleMs: [100, 100, 100],
-  leaseMs: 2000,
+  leaseMs: 10_000,
   pollMs: 50,
   feedSettleMs: 0,
 };

@@ -222,7 +222,10 @@ describe('deliveries', () => {
     expect(log.items[0]).toMatchObject({ eventType: 'listing.created', nextAttemptAt: null, lastError: null });
     expect(receiver.verified('flaky')).toHaveLength(3);
     expect(new Set(receiver.verified('flaky').map((d) => d.event!.id)).size).toBe(1);
-    expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json().failingSince).toBeNull();
+    // The endpoint is marked healthy after the delivery's outcome is recorded.
+    await eventually(async () =>
+      expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json().failingSince).toBeNull(),
+    );
   });
 
   it('marks a delivery failed once the schedule is spent, and a manual retry sends it once more', async () => {
@@ -236,7 +239,10 @@ describe('deliveries', () => {
       return res.items[0];
     });
     expect(failed).toMatchObject({ attempts: 3, lastStatusCode: 503, nextAttemptAt: null, lastError: 'answered 503' });
-    expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json().failingSince).not.toBeNull();
+    // The endpoint is marked failing after each failed attempt is recorded.
+    await eventually(async () =>
+      expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json().failingSince).not.toBeNull(),
+    );
 
     receiver.answer(() => 204);
     const retry = await h.call(admin, 'POST', `/v1/webhooks/${id}/deliveries/${failed.id}/retry`);
@@ -245,7 +251,9 @@ describe('deliveries', () => {
       const res = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries`)).json();
       expect(res.items[0]).toMatchObject({ state: 'succeeded', attempts: 4, lastStatusCode: 204 });
     });
-    expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json().failingSince).toBeNull();
+    await eventually(async () =>
+      expect((await h.call(admin, 'GET', `/v1/webhooks/${id}`)).json().failingSince).toBeNull(),
+    );
     expect((await h.call(admin, 'POST', `/v1/webhooks/${id}/deliveries/nope/retry`)).statusCode).toBe(404);
   });
 
@@ -258,9 +266,11 @@ describe('deliveries', () => {
       await listingEvent(h.bus, admin.accountId, 'listings.listing.created', listing(`lst_slow_${i}`));
     for (let i = 0; i < 20; i++)
       await listingEvent(h.bus, otherAdmin.accountId, 'listings.listing.created', listing(`lst_fast_${i}`));
-    await eventually(() => expect(receiver.verified('fast')).toHaveLength(20));
-    // The hanging receiver holds no more than its two slots.
-    expect(receiver.verified('slow')).toHaveLength(2);
+    // The hanging receiver holds its two slots and no more, while the other account's twenty go through.
+    await eventually(() => {
+      expect(receiver.verified('fast')).toHaveLength(20);
+      expect(receiver.verified('slow')).toHaveLength(2);
+    });
   });
 
   it('refuses a private target at delivery time when private targets are not allowed', async () => {
@@ -303,6 +313,18 @@ describe('deliveries', () => {
       expect(res.json().errors[0].path).toBe('url');
     }
     expect((await h.call(admin, 'GET', '/v1/webhooks')).json().total).toBe(0);
+  });
+
+  it('names the setting that allows a private target, and the CLI that needs none, in the 422', async () => {
+    h = await startWebhooks({ options: { allowPrivateTargets: false } });
+    const res = await h.call(admin, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:4000/hook', events: ['*'] });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().detail).toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS=1');
+    expect(res.json().detail).toContain('webhooks listen');
+    expect(res.json().errors[0]).toMatchObject({
+      path: 'url',
+      message: expect.stringContaining('WEBHOOKS_ALLOW_PRIVATE_TARGETS=1'),
+    });
   });
 
   it('survives a crash mid-delivery: the claim runs out and the delivery is sent', async () => {
@@ -389,10 +411,13 @@ describe('deliveries', () => {
         });
       }
       await eventually(() => expect(new Set(receiver.verified('shared').map((d) => d.event!.id)).size).toBe(60));
-      const sent = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries?limit=100`)).json();
-      expect(sent.items.map((d: { state: string; attempts: number }) => [d.state, d.attempts])).toEqual(
-        Array(60).fill(['succeeded', 1]),
-      );
+      // Each outcome is recorded after the receiver answered it.
+      await eventually(async () => {
+        const sent = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries?limit=100`)).json();
+        expect(sent.items.map((d: { state: string; attempts: number }) => [d.state, d.attempts])).toEqual(
+          Array(60).fill(['succeeded', 1]),
+        );
+      });
       expect(receiver.verified('shared')).toHaveLength(60);
     } finally {
       await second?.close();
@@ -422,8 +447,11 @@ describe('deliveries', () => {
       // The failed attempt first, then every version once, in order.
       expect(receiver.verified('ordered')[0].event!.data.version).toBe(1);
       expect(ok.map((d) => d.event!.data.version)).toEqual([1, 2, 3, 4, 5, 6]);
-      const sent = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries?limit=10`)).json();
-      expect(sent.items.map((d: { state: string }) => d.state)).toEqual(Array(6).fill('succeeded'));
+      // Each outcome is recorded after the receiver answered it.
+      await eventually(async () => {
+        const sent = (await h.call(admin, 'GET', `/v1/webhooks/${id}/deliveries?limit=10`)).json();
+        expect(sent.items.map((d: { state: string }) => d.state)).toEqual(Array(6).fill('succeeded'));
+      });
     } finally {
       await second?.close();
       remove();
@@ -502,7 +530,7 @@ describe('the change feed', () => {
   });
 
   it("lists the account's events in order, deletions included, with a cursor that is never null", async () => {
-    const empty = await h.call(integration, 'GET', '/v1/events');
+    const empty = await h.call(admin, 'GET', '/v1/events');
     expect(empty.statusCode).toBe(200);
     expect(empty.json().items).toEqual([]);
     expect(typeof empty.json().nextCursor).toBe('string');
@@ -516,7 +544,7 @@ describe('the change feed', () => {
     // An event is visible once the millisecond it was recorded in has passed (the settle delay is 0 here).
     const read = (url: string, count: number) =>
       eventually(async () => {
-        const page = (await h.call(integration, 'GET', url)).json();
+        const page = (await h.call(admin, 'GET', url)).json();
         expect(page.items).toHaveLength(count);
         return page;
       });
@@ -528,7 +556,7 @@ describe('the change feed', () => {
       accountId: admin.accountId,
       data: { id: 'lst_1', deleted: true, version: 3 },
     });
-    const upToDate = (await h.call(integration, 'GET', `/v1/events?after=${second.nextCursor}`)).json();
+    const upToDate = (await h.call(admin, 'GET', `/v1/events?after=${second.nextCursor}`)).json();
     expect(upToDate.items).toEqual([]);
     expect(upToDate.nextCursor).toBe(second.nextCursor);
 
@@ -536,9 +564,23 @@ describe('the change feed', () => {
     const next = await read(`/v1/events?after=${upToDate.nextCursor}`, 1);
     expect(next.items.map((e: { data: { id: string } }) => e.data.id)).toEqual(['lst_2']);
 
+    // A poller's first call sends an empty cursor: the feed from the start, as without one.
+    const fromStart = (await h.call(integration, 'GET', '/v1/events?after=&limit=2')).json();
+    expect(fromStart).toEqual(first);
+
     const leadsOnly = (await h.call(admin, 'GET', '/v1/events?types=lead.created,lead.updated')).json();
     expect(leadsOnly.items.map((e: { type: string }) => e.type)).toEqual(['lead.created']);
     expect((await h.call(otherAdmin, 'GET', '/v1/events')).json().items).toHaveLength(1);
+
+    // An integration key reads no pipeline: its feed is the same without the lead's event.
+    const bridge = (await h.call(integration, 'GET', '/v1/events')).json();
+    expect(bridge.items.map((e: { type: string }) => e.type)).toEqual([
+      'listing.created',
+      'listing.updated',
+      'listing.deleted',
+      'listing.created',
+    ]);
+    expect((await h.call(integration, 'GET', '/v1/events?types=lead.created')).statusCode).toBe(403);
   });
 
   it('refuses agents, bad cursors and bad parameters', async () => {

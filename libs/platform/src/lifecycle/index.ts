@@ -23,3 +23,4 @@ export function exitOnStartFailure(err: unknown): never {
   process.exit(1);
 }
 export * from './wait-for';
+export * from './listening';

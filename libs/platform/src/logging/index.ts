@@ -23,14 +23,43 @@ const SECRET_PARAMETER = /key|token|secret|passw|pwd|signature|credential|auth|s
 const API_KEY_SHAPE = /ek_[A-Za-z0-9_-]{6,}/g;
 const REDACTED = '[redacted]';
 
+/** Lead routes: their query values are about people (`q` searches names, emails and phones). */
+const LEAD_PATH = /^\/v1\/leads(?:[/?]|$)/i;
+/** The query parameters of lead routes whose values say nothing about a person; the others are redacted. */
+const IMPERSONAL_LEAD_PARAMETER =
+  /^(?:limit|cursor|sort|status|agentId|source|listingId|minScore|maxScore|createdFrom|createdTo|activityFrom|activityTo)$/;
+const EMAIL_SHAPE = /[^\s@/?&=]+@[^\s@/?&=]+\.[^\s@/?&=]+/;
+
+/** Text as written, or decoded from a URL when it decodes. */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return text;
+  }
+}
+
+/** True for text that is, or holds, an email address or a phone number (10 to 15 digits, or `+` and 7 or more). */
+export function looksPersonal(text: string): boolean {
+  if (EMAIL_SHAPE.test(text)) return true;
+  const digits = text.replace(/[\s().-]/g, '');
+  return /^\+\d{7,15}$/.test(digits) || /^\d{10,15}$/.test(digits);
+}
+
 /**
  * A URL as it may be logged: the values of secret-looking query parameters (`?api_key=`, `?token=`,
  * `?access_token=`...) and anything shaped like an API key replaced. Keys are only accepted in the
- * Authorization header, but a client that puts one in the URL must not find it in the logs.
+ * Authorization header, but a client that puts one in the URL must not find it in the logs. Personal
+ * data is left out too: every value of a lead route's query but the impersonal ones (a lead search's
+ * `q`), and any path segment or query value that is an email address or a phone number.
  */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  const path = q < 0 ? url : url.slice(0, q);
+  const path = (q < 0 ? url : url.slice(0, q))
+    .split('/')
+    .map((segment) => (looksPersonal(decoded(segment)) ? REDACTED : segment))
+    .join('/');
+  const leads = LEAD_PATH.test(path);
   const query =
     q < 0
       ? undefined
@@ -41,21 +70,29 @@ export function redactUrl(url: string): string {
             const eq = pair.indexOf('=');
             if (eq < 0) return pair;
             const name = pair.slice(0, eq);
-            let decoded = name;
-            try {
-              decoded = decodeURIComponent(name.replace(/\+/g, ' '));
-            } catch {
-              // an undecodable name is judged as written
-            }
-            return SECRET_PARAMETER.test(decoded) || SECRET_PARAMETER.test(name) ? `${name}=${REDACTED}` : pair;
+            const plain = decoded(name);
+            const hidden =
+              SECRET_PARAMETER.test(plain) ||
+              SECRET_PARAMETER.test(name) ||
+              (leads && !IMPERSONAL_LEAD_PARAMETER.test(plain)) ||
+              looksPersonal(decoded(pair.slice(eq + 1)));
+            return hidden ? `${name}=${REDACTED}` : pair;
           })
           .join('&');
   return redactKeys(query === undefined ? path : `${path}?${query}`);
 }
 
-/** Text with anything shaped like an API key replaced (a key sent where an id belongs is echoed in messages). */
+/** An email address or a phone number inside free text (a phone is kept unless it has 10 to 15 digits). */
+const PERSONAL_IN_TEXT = /[^\s@/?&="'<>]+@[^\s@/?&="'<>]+\.[A-Za-z0-9-]+|(?<![\w+])\+?\(?\d[\d\s().-]{5,}\d(?!\w)/g;
+
+/**
+ * Text with anything shaped like an API key, an email address or a phone number replaced: messages echo
+ * what a client sent (a key or an email where an id belongs), and logs keep neither secrets nor personal data.
+ */
 export function redactKeys(text: string): string {
-  return text.replace(API_KEY_SHAPE, `ek_${REDACTED}`);
+  return text
+    .replace(API_KEY_SHAPE, `ek_${REDACTED}`)
+    .replace(PERSONAL_IN_TEXT, (found) => (looksPersonal(found) ? REDACTED : found));
 }
 
 /** The request as a log line shows it (Fastify's fields), its URL redacted. */

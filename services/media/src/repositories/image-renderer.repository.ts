@@ -6,29 +6,36 @@ import {
   JPEG_QUALITY,
   LARGE_MAX_SIDE,
   ORIGINAL_JPEG_QUALITY,
+  sizeRefusal,
   THUMB_MAX_SIDE,
   WEBP_QUALITY,
 } from '../image.rules';
 import type { RenderedFile } from './media-files.repository';
 
-/** The header says the image is not what it claims, or cannot be read. */
+/**
+ * The header says the image is not what it claims, or cannot be read. `message` says so in our
+ * words (clients see it); `libraryMessage` is the image library's own, for the log only.
+ */
 export class UnreadableImageError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly libraryMessage?: string,
+  ) {
     super(message);
     this.name = 'UnreadableImageError';
   }
 }
 
-/** The header declares more pixels than allowed (a decompression bomb, or simply too big). */
+/** The first line of what the image library threw. */
+const libraryText = (err: unknown): string => String((err as Error)?.message ?? err).split('\n')[0];
+
+/** libvips stopped a pipeline past its timeout (it says "timeout: N% complete"). */
+const isTimeout = (err: unknown): boolean => /^timeout/i.test(libraryText(err));
+
+/** The header declares a size beyond the limits (a decompression bomb, a strip that stalls decoders, or simply too big). */
 export class ImageTooLargeError extends Error {
-  constructor(
-    readonly width: number,
-    readonly height: number,
-    readonly maxPixels: number,
-  ) {
-    super(
-      `the image is ${width}×${height} pixels (${Math.round((width * height) / 1e6)} megapixels); at most ${Math.round(maxPixels / 1e6)} megapixels are accepted`,
-    );
+  constructor(message: string) {
+    super(message);
     this.name = 'ImageTooLargeError';
   }
 }
@@ -51,6 +58,8 @@ export interface ImageRendererOptions {
   pipelines: number;
   /** libvips threads per pipeline. */
   threadsPerPipeline: number;
+  /** Seconds of work each libvips pipeline of a render may take before it is stopped. */
+  renderTimeoutSeconds: number;
 }
 
 /** A counting semaphore: at most `size` holders at once, the rest wait in arrival order. */
@@ -119,7 +128,8 @@ export class ImageRendererRepository {
     } catch (err) {
       if (!complete) return null;
       throw new UnreadableImageError(
-        `the file is not a readable ${declared === 'image/png' ? 'PNG' : 'JPEG'} image (${(err as Error).message.split('\n')[0]})`,
+        `the file starts like a ${declared === 'image/png' ? 'PNG' : 'JPEG'} image but holds no readable image`,
+        libraryText(err),
       );
     }
     const expected = declared === 'image/png' ? 'png' : 'jpeg';
@@ -128,8 +138,8 @@ export class ImageRendererRepository {
         `the file starts like a ${expected.toUpperCase()} image but its header cannot be read`,
       );
     }
-    if (meta.width * meta.height > this.options.maxPixels)
-      throw new ImageTooLargeError(meta.width, meta.height, this.options.maxPixels);
+    const refusal = sizeRefusal(meta.width, meta.height, this.options.maxPixels);
+    if (refusal) throw new ImageTooLargeError(refusal);
     return displayedSize(meta.width, meta.height, meta.orientation);
   }
 
@@ -146,9 +156,19 @@ export class ImageRendererRepository {
     maxBytes: number,
     store?: (file: RenderedFile) => Promise<void>,
   ): Promise<Rendered> {
-    return this.gate.run(async () =>
-      renderImage(await readAll(source, maxBytes), contentType, this.options.maxPixels, store),
-    );
+    const { maxPixels, renderTimeoutSeconds } = this.options;
+    return this.gate.run(async () => {
+      const input = await readAll(source, maxBytes);
+      try {
+        return await renderImage(input, contentType, { maxPixels, timeoutSeconds: renderTimeoutSeconds }, store);
+      } catch (err) {
+        if (!isTimeout(err)) throw err;
+        throw new UnreadableImageError(
+          `the image took longer than ${renderTimeoutSeconds} s to process and was given up on`,
+          libraryText(err),
+        );
+      }
+    });
   }
 }
 
@@ -163,18 +183,24 @@ export class ImageRendererRepository {
 async function renderImage(
   input: Buffer,
   contentType: ImageContentType,
-  maxPixels: number,
+  limits: { maxPixels: number; timeoutSeconds: number },
   store?: (file: RenderedFile) => Promise<void>,
 ): Promise<Rendered> {
+  // Every pipeline is bounded in time, so no image holds a render slot for long.
+  const vips = (...args: Parameters<typeof sharp>) => sharp(...args).timeout({ seconds: limits.timeoutSeconds });
   let decoded: { data: Buffer; info: OutputInfo };
   try {
-    decoded = await sharp(input, { limitInputPixels: maxPixels, failOn: 'error' })
+    decoded = await vips(input, { limitInputPixels: limits.maxPixels, failOn: 'error' })
       .rotate()
       .toColourspace('srgb')
       .raw({ depth: 'uchar' })
       .toBuffer({ resolveWithObject: true });
   } catch (err) {
-    throw new UnreadableImageError(`the image could not be decoded (${(err as Error).message.split('\n')[0]})`);
+    if (isTimeout(err)) throw err;
+    throw new UnreadableImageError(
+      `the ${contentType === 'image/png' ? 'PNG' : 'JPEG'} image is damaged or incomplete: its pixels cannot be read`,
+      libraryText(err),
+    );
   }
   const { data, info } = decoded;
   const raw = { raw: { width: info.width, height: info.height, channels: info.channels } };
@@ -196,22 +222,22 @@ async function renderImage(
           rendition: 'original',
           format: 'png',
           contentType: 'image/png',
-          data: await sharp(data, raw).png().toBuffer(),
+          data: await vips(data, raw).png().toBuffer(),
         }
       : {
           rendition: 'original',
           format: 'jpeg',
           contentType: 'image/jpeg',
-          data: await jpeg(sharp(data, raw), ORIGINAL_JPEG_QUALITY).toBuffer(),
+          data: await jpeg(vips(data, raw), ORIGINAL_JPEG_QUALITY).toBuffer(),
         },
   );
   // Each smaller size is made from the one before: resizing 12 megapixels once, not twice.
-  const large = await sharp(data, raw)
+  const large = await vips(data, raw)
     .resize(LARGE_MAX_SIDE, LARGE_MAX_SIDE, { fit: 'inside', withoutEnlargement: true })
     .raw()
     .toBuffer({ resolveWithObject: true });
   const largeRaw = { raw: { width: large.info.width, height: large.info.height, channels: large.info.channels } };
-  const thumb = await sharp(large.data, largeRaw)
+  const thumb = await vips(large.data, largeRaw)
     .resize(THUMB_MAX_SIDE, THUMB_MAX_SIDE, { fit: 'inside', withoutEnlargement: true })
     .raw()
     .toBuffer({ resolveWithObject: true });
@@ -224,13 +250,13 @@ async function renderImage(
       rendition,
       format: 'jpeg',
       contentType: 'image/jpeg',
-      data: await jpeg(sharp(pixels, shape), JPEG_QUALITY).toBuffer(),
+      data: await jpeg(vips(pixels, shape), JPEG_QUALITY).toBuffer(),
     });
     emit({
       rendition,
       format: 'webp',
       contentType: 'image/webp',
-      data: await sharp(pixels, shape).webp({ quality: WEBP_QUALITY }).toBuffer(),
+      data: await vips(pixels, shape).webp({ quality: WEBP_QUALITY }).toBuffer(),
     });
   }
   await Promise.all(stored);

@@ -20,7 +20,7 @@ import { AppError, validationError } from '@estate/platform/errors';
 import { ifMatchVersion, typed, withEtag } from '@estate/platform/http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GalleryService } from '../gallery.service';
-import type { UploadService, UploadSession } from '../upload.service';
+import { CUT_SHORT, type UploadService, type UploadSession } from '../upload.service';
 import { READERS, WRITERS } from '../gallery.service';
 
 const errors = {
@@ -45,9 +45,35 @@ const UPLOAD_DESCRIPTION = [
   'refuses the whole request: nothing of it is stored.',
 ].join(' ');
 
+/**
+ * What the multipart parser fails with is the body's fault (cut short, malformed): 400, not 500. The
+ * plugin's own refusals (limits) keep their status.
+ */
+function malformedBody(err: unknown): unknown {
+  if (err instanceof AppError) return err;
+  const status = (err as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && status < 500) return err;
+  return new AppError('malformed_request', CUT_SHORT);
+}
+
+/** The parts of a multipart upload, in order, with the parser's failures turned into the client error they are. */
+async function* partsOf(request: FastifyRequest) {
+  const parts = request.parts()[Symbol.asyncIterator]();
+  for (;;) {
+    let next;
+    try {
+      next = await parts.next();
+    } catch (err) {
+      throw malformedBody(err);
+    }
+    if (next.done) return;
+    yield next.value;
+  }
+}
+
 /** Reads the parts of a multipart upload into the session, in order. */
 async function readParts(request: FastifyRequest, session: UploadSession): Promise<void> {
-  for await (const part of request.parts()) {
+  for await (const part of partsOf(request)) {
     if (part.type === 'file') {
       if (part.fieldname !== 'file') {
         part.file.resume();

@@ -1,7 +1,8 @@
-import type { Bus, Subscription } from '@estate/bus';
+import type { Bus, BusMessage, Subscription } from '@estate/bus';
 import type { EventPayload } from '@estate/contracts/events';
 import { newId } from '@estate/platform/ids';
 import type { RenditionService } from '../rendition.service';
+import { AccountTurns } from './account-turns';
 
 export type RenditionJob = EventPayload<'media.image.process'>;
 
@@ -29,29 +30,62 @@ export class BusRenditionQueue implements RenditionQueue {
   }
 }
 
+/** How the rendition worker shares its work between accounts (see {@link AccountTurns}). */
+export interface RenditionTurns {
+  /** Images rendered at once. */
+  slots: number;
+  /** Jobs taken from the queue and held at once (rendering or waiting their turn). */
+  window: number;
+  /** Jobs one account may hold of the window; more of its jobs go back to the queue. */
+  share: number;
+  /** How long a job beyond its account's share waits for room before it goes back. */
+  shareWaitMs: number;
+}
+
 /**
- * Runs `workers` consumers of the rendition queue in this process (each handles one job at a
- * time: prefetching would leave jobs waiting out their ack wait behind a long render).
+ * Takes rendition jobs from the queue, up to `window` at once, and renders `slots` of them at a
+ * time, taking turns between accounts: one account's queue holds up another account's photo by
+ * at most the renders already running. An account's jobs beyond its `share` of the window go back
+ * to the end of the queue (as a sweep would queue them), so the window always has room for others.
  */
 export class RenditionWorker {
-  private subscriptions: Subscription[] = [];
+  private subscription?: Subscription;
+  private readonly turns: AccountTurns;
 
-  constructor(private readonly deps: { bus: Bus; renditions: RenditionService; workers: number }) {}
+  constructor(
+    private readonly deps: {
+      bus: Bus;
+      renditions: RenditionService;
+      queue: RenditionQueue;
+      turns: RenditionTurns;
+    },
+  ) {
+    this.turns = new AccountTurns(deps.turns.slots, deps.turns.share);
+  }
 
   async start(): Promise<void> {
-    const options = { durable: WORKERS_DURABLE, ackWaitMs: JOB_ACK_WAIT_MS, maxDeliver: JOB_MAX_DELIVER, prefetch: 1 };
-    for (let i = 0; i < this.deps.workers; i++) {
-      this.subscriptions.push(
-        await this.deps.bus.subscribe(['media.image.process'], options, (m) =>
-          this.deps.renditions.process(m.payload, m.requestId),
-        ),
+    const options = {
+      durable: WORKERS_DURABLE,
+      ackWaitMs: JOB_ACK_WAIT_MS,
+      maxDeliver: JOB_MAX_DELIVER,
+      prefetch: 1,
+      concurrency: this.deps.turns.window,
+      orderKey: (m: BusMessage<'media.image.process'>) => m.payload.mediaId,
+    };
+    this.subscription = await this.deps.bus.subscribe(['media.image.process'], options, async (m) => {
+      const { eventId: _eventId, ...job } = m.payload;
+      const ran = await this.turns.run(
+        job.accountId,
+        () => this.deps.renditions.process(m.payload, m.requestId),
+        this.deps.turns.shareWaitMs,
       );
-    }
+      if (!ran) await this.deps.queue.enqueue(job, m.requestId);
+    });
   }
 
   async stop(): Promise<void> {
-    const subscriptions = this.subscriptions;
-    this.subscriptions = [];
-    await Promise.all(subscriptions.map((s) => s.stop()));
+    const subscription = this.subscription;
+    this.subscription = undefined;
+    await subscription?.stop();
   }
 }

@@ -17,7 +17,8 @@ export async function eventRoutes(app: FastifyInstance, { feed }: { feed: FeedSe
         operationId: 'listEvents',
         summary: "The account's change feed, oldest first, deletions included, kept 30 days",
         description:
-          'Poll with the `nextCursor` of the previous page (never null); an empty page means up to date. Admin and integration keys.',
+          'Poll with the `nextCursor` of the previous page (never null); an empty page means up to date. Admin and integration keys; ' +
+          'an integration key reads no lead pipeline: its feed carries listing, media and job events, and naming a `lead.*` or `activity.created` type is 403.',
         querystring: eventFeedQuery,
         response: { 200: eventFeedPage, ...errors },
       },
