@@ -343,7 +343,13 @@ export class FeedRunWorker {
           walk = { modificationTimestamp: new Date(modified).toISOString(), listingKey: key };
           ledger.cursorAfter = laterCursor(ledger.cursorAfter, walk);
         }
-        const item = { ...listingFromReso(record), externalId: key, source: state.feed.originatingSystemName };
+        const item: Record<string, unknown> = {
+          ...listingFromReso(record),
+          externalId: key,
+          source: state.feed.originatingSystemName,
+        };
+        // A source without OnMarketTimestamp leaves `listedAt` to us (set when the listing first went on the market).
+        if (item.listedAt === null) delete item.listedAt;
         try {
           if (!key)
             throw new AppError('validation_failed', 'The record has no ListingKey', {
