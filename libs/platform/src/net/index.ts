@@ -104,7 +104,6 @@ export function addressRefusal(addresses: readonly string[], allowPrivate: boole
   return bad === undefined ? null : `resolves to a private, loopback or link-local address (${bad})`;
 }
 
-
 /** A target refused before or while connecting. */
 export class TargetRefused extends Error {
   constructor(message: string) {
@@ -132,7 +131,6 @@ export function checkedLookup(allowPrivate: boolean): LookupFunction {
     });
   };
 }
-
 
 /** Why a URL may not be reached: its form, then the addresses its host resolves to; null when it may. */
 export async function targetRefusal(url: string, allowPrivate: boolean): Promise<string | null> {
