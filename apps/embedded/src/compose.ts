@@ -10,10 +10,11 @@ import { composeMedia, mediaApp, type MediaRuntime } from '@estate/media';
 import { AppError } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import { useCursorSecrets } from '@estate/platform/pagination';
+import { secretKeyFile } from '@estate/platform/secrets';
 import type { ListingIndex } from '@estate/search';
 import { SqliteListingIndex } from '@estate/search/sqlite-listing.index';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { composeWebhooks, embeddedSecretKey, orNull, serviceIdentity, webhooksApp } from '@estate/webhooks';
+import { composeWebhooks, orNull, serviceIdentity, webhooksApp } from '@estate/webhooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { EmbeddedConfig } from './config';
@@ -60,6 +61,10 @@ export async function composeEmbedded(
       forListings: (who, ids) => galleries.current?.forListings(who, ids) ?? Promise.resolve({}),
     },
     ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
+    feeds: {
+      secretKey: secretKeyFile(join(config.dataDir, 'feeds.key')),
+      allowPrivateSources: config.feeds?.allowPrivateSources ?? false,
+    },
     store: stores.listings,
     bus,
     log,
@@ -96,7 +101,7 @@ export async function composeEmbedded(
     store: stores.webhooks,
     bus,
     log,
-    secretKey: embeddedSecretKey(join(config.dataDir, 'webhooks.key')),
+    secretKey: secretKeyFile(join(config.dataDir, 'webhooks.key')),
     // Resources the events do not carry whole are read with direct calls here (over HTTP when distributed).
     resources: {
       lead: (accountId, leadId) => orNull(() => leads.leads.get(serviceIdentity(accountId), leadId)),

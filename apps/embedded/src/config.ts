@@ -15,6 +15,8 @@ const schema = z.object({
   LOG_PRETTY: envLogPretty,
   /** `1` lets webhook endpoints target http, private, loopback and link-local addresses (local development). */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: z.enum(['0', '1']).default('0'),
+  /** `1` lets feeds read from http, private and loopback sources (local development, a second local instance). */
+  FEEDS_ALLOW_PRIVATE_SOURCES: z.enum(['0', '1']).default('0'),
   /** Delays between webhook attempts, milliseconds, comma-separated. */
   WEBHOOKS_RETRY_SCHEDULE: z
     .string()
@@ -42,6 +44,8 @@ export interface EmbeddedConfig {
   logPretty?: boolean;
   /** Webhook delivery settings (defaults: public https targets only, the standard retry schedule). */
   webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[]; secretOverlapMs?: number };
+  /** Feed sources may be private hosts (FEEDS_ALLOW_PRIVATE_SOURCES). */
+  feeds?: { allowPrivateSources: boolean };
   /** How long a request may take to arrive, headers and body (30 s unless given; tests shorten it). */
   requestTimeoutMs?: number;
 }
@@ -60,6 +64,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): EmbeddedConfig {
     publicBaseUrl: e.PUBLIC_BASE_URL,
     trustProxy: e.TRUST_PROXY,
     logPretty: e.LOG_PRETTY,
+    feeds: { allowPrivateSources: e.FEEDS_ALLOW_PRIVATE_SOURCES === '1' },
     webhooks: {
       allowPrivateTargets: e.WEBHOOKS_ALLOW_PRIVATE_TARGETS === '1',
       ...(e.WEBHOOKS_RETRY_SCHEDULE ? { retryScheduleMs: e.WEBHOOKS_RETRY_SCHEDULE.split(',').map(Number) } : {}),

@@ -151,6 +151,7 @@ describe('listings: media summary from media.media.changed is idempotent by medi
       bus,
       log,
       index: new MemoryListingIndex(),
+      feeds: { secretKey: 'media-test-feeds-key-0123456789-0123', allowPrivateSources: false },
     });
     await listings.start();
     const updates: BusMessage<'listings.listing.updated'>[] = [];

@@ -109,4 +109,18 @@ export const examples = {
     description: 'CRM sync',
   },
   webhookPatch: { enabled: false },
+  feedCreate: {
+    name: 'Acme MLS',
+    serviceRoot: 'https://api.acme-mls.example/reso/odata',
+    auth: {
+      type: 'client_credentials',
+      tokenUrl: 'https://api.acme-mls.example/oauth/token',
+      clientId: 'estate',
+      clientSecret: 'a-secret',
+    },
+    originatingSystemName: 'acme-mls',
+    filter: "City eq 'Austin'",
+    budget: { requestsPerSecond: 2, requestsPerHour: 5000 },
+  },
+  feedPatch: { enabled: false },
 } as const;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { errorCodes } from './errors';
 import { examples } from './examples';
+import { feedLedger } from './feeds';
 
 /** Most items one bulk call may carry; more is 422 `bulk_limit_exceeded`. */
 export const BULK_MAX_ITEMS = 100;
@@ -13,7 +14,7 @@ export type JobState = z.infer<typeof jobState>;
 export const finalJobStates: readonly JobState[] = ['succeeded', 'partially_failed', 'failed'];
 export const isFinalJobState = (state: JobState): boolean => finalJobStates.includes(state);
 
-export const jobTypes = ['listings.bulk_upsert'] as const;
+export const jobTypes = ['listings.bulk_upsert', 'feed_sync'] as const;
 export const jobType = z.enum(jobTypes);
 export type JobType = z.infer<typeof jobType>;
 
@@ -72,6 +73,8 @@ export const job = z
     createdAt: z.string(),
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
+    feedId: z.string().optional().describe('`feed_sync` jobs: the feed run'),
+    ledger: feedLedger.optional().describe('`feed_sync` jobs: the sync ledger (results are counted here, not listed)'),
   })
   .meta({ id: 'Job' });
 export type Job = z.infer<typeof job>;

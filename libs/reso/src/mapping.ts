@@ -577,3 +577,41 @@ export function propertyIndexRecord(listing: Listing): Record<string, string | n
   }
   return out;
 }
+
+const setPath = (target: Record<string, unknown>, path: string, value: unknown): void => {
+  const parts = path.split('.');
+  let at = target;
+  for (const part of parts.slice(0, -1)) at = (at[part] ??= {}) as Record<string, unknown>;
+  at[parts[parts.length - 1]] = value;
+};
+
+/** Paths the feed import sets itself (the listing's identity) rather than from the record. */
+const IDENTITY_PATHS = new Set(['id', 'source', 'externalId', 'version']);
+
+/**
+ * A RESO Property record read back into our listing contract (the feed import, SPEC §14): this table read backwards,
+ * through each field's `fromReso`. Where several fields fill one of ours, an `X_` field the record carries wins (it
+ * is ours exactly), otherwise the first standard one with a value; `features` is the union of the collections. A path
+ * no field gives a value is null (a merge patch clears it). Identity (`id`, `source`, `externalId`) is the caller's.
+ */
+export function listingFromReso(record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const byPath = new Map<string, FieldMapping<Listing>[]>();
+  for (const field of PROPERTY_FIELDS) {
+    if (!field.fromReso || IDENTITY_PATHS.has(field.path)) continue;
+    byPath.set(field.path, [...(byPath.get(field.path) ?? []), field]);
+  }
+  for (const [path, fields] of byPath) {
+    const valueOf = (f: FieldMapping<Listing>) =>
+      record[f.name] === undefined || record[f.name] === null ? undefined : f.fromReso!(record[f.name]);
+    const local = fields.find((f) => f.name.startsWith('X_') && valueOf(f) !== undefined);
+    let value: unknown;
+    if (local) value = valueOf(local);
+    else if (fields.some((f) => f.collection)) {
+      const all = fields.flatMap((f) => (valueOf(f) as string[] | undefined) ?? []);
+      value = all.length > 0 ? [...new Set(all)] : undefined;
+    } else value = fields.map(valueOf).find((v) => v !== undefined);
+    setPath(out, path, value ?? null);
+  }
+  return out;
+}

@@ -9,3 +9,4 @@ export * from './webhook-receiver';
 export * from './listening-process';
 export * from './ports';
 export * from './reso';
+export * from './reso-source';

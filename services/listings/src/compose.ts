@@ -17,6 +17,12 @@ import type { MediaReader } from './clients/media.client';
 import { ResoService } from './reso.service';
 import { SearchService } from './search.service';
 import { BulkWorker } from './workers/bulk.worker';
+import { FeedRunWorker } from './workers/feed-run.worker';
+import { FeedSourceClient } from './clients/feed-source.client';
+import { FEED_SECRETS_KEY, FeedsService } from './feeds.service';
+import { FeedRepository } from './repositories/feed.repository';
+import { targetRefusal } from '@estate/platform/net';
+import { SecretBox } from '@estate/platform/secrets';
 
 export interface ListingsDeps {
   store: DocumentStore;
@@ -36,6 +42,8 @@ export interface ListingsDeps {
   media?: MediaReader;
   /** Where clients reach the API (PUBLIC_BASE_URL): RESO links and media URLs are absolute with it. */
   publicBaseUrl?: string;
+  /** Feeds: the key their stored credentials are encrypted under, and whether sources may be private hosts. */
+  feeds: { secretKey: string; allowPrivateSources: boolean; pollMs?: number; leaseMs?: number };
 }
 
 export interface ListingsRuntime {
@@ -46,6 +54,8 @@ export interface ListingsRuntime {
   upserts: ListingUpsertService;
   bulk: BulkService;
   bulkWorker: BulkWorker;
+  feeds: FeedsService;
+  feedRuns: FeedRunWorker;
   relay: OutboxRelay;
   /** The search index adapter this runtime feeds. */
   index: ListingIndex;
@@ -85,6 +95,31 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     outbox: relay,
     transaction: deps.transaction,
   });
+  const feedRepository = await FeedRepository.open(deps.store);
+  const source = new FeedSourceClient({ allowPrivateSources: deps.feeds.allowPrivateSources });
+  const runs: { worker?: FeedRunWorker } = {};
+  const feeds = new FeedsService({
+    feeds: feedRepository,
+    jobs,
+    secrets: new SecretBox(deps.feeds.secretKey, FEED_SECRETS_KEY),
+    sourceRefusal: (url) => targetRefusal(url, deps.feeds.allowPrivateSources),
+    runs: { kick: () => runs.worker?.kick() },
+    clock,
+  });
+  const feedRuns = (runs.worker = new FeedRunWorker({
+    jobs,
+    feeds: feedRepository,
+    secrets: feeds,
+    upserts,
+    source,
+    bus: deps.bus,
+    outbox: relay,
+    clock,
+    log,
+    transaction: deps.transaction,
+    ...(deps.feeds.pollMs ? { pollMs: deps.feeds.pollMs } : {}),
+    ...(deps.feeds.leaseMs ? { leaseMs: deps.feeds.leaseMs } : {}),
+  }));
   const indexer = new SearchIndexerSubscriber({ bus: deps.bus, index, log });
   const mediaSummary = new MediaSummarySubscriber({ bus: deps.bus, listings, outbox: relay, clock, log });
   return {
@@ -95,6 +130,8 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     upserts,
     bulk,
     bulkWorker,
+    feeds,
+    feedRuns,
     relay,
     index: deps.index,
     readiness: { search: () => index.ping() },
@@ -114,8 +151,11 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
       relay.start();
       // The in-process queue died with the last process; JetStream keeps its jobs by itself.
       if (deps.bus.kind === 'memory') await bulkWorker.requeueUnfinished();
+      feedRuns.start();
     },
     async stop() {
+      await feedRuns.stop();
+      source.close();
       await bulkWorker.stop();
       await mediaSummary.stop();
       await relay.stop();

@@ -12,6 +12,7 @@ void runServiceProcess({
   compose: ({ config, ...deps }) =>
     composeListings({
       ...deps,
+      feeds: config.feeds,
       media: new MediaClient({ mediaUrl: config.mediaUrl, signingSecret: config.signingSecret }),
       ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
       index: ElasticsearchListingIndex.connect(config.elasticsearch.url, {

@@ -10,6 +10,9 @@ import pino from 'pino';
 import { listingsApp } from '../src/app';
 import { composeListings, type ListingsRuntime } from '../src/compose';
 
+/** The key feeds' credentials are encrypted under in these tests. */
+export const FEEDS_TEST_KEY = 'feeds-test-key-0123456789-0123456789';
+
 export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 export const alice = identityFor('acc_alice');
@@ -70,7 +73,13 @@ export class ListingsHarness {
     this.bus = new MemoryBus(log);
     await this.bus.subscribe(listingSubjects, { durable: 'test' }, async (m) => void this.events.push(m));
     this.bus.listen('jobs.>', (data) => this.progress.push(data as JobProgress));
-    this.runtime = await composeListings({ store: this.store, bus: this.bus, log, index: new MemoryListingIndex() });
+    this.runtime = await composeListings({
+      store: this.store,
+      bus: this.bus,
+      log,
+      index: new MemoryListingIndex(),
+      feeds: { secretKey: FEEDS_TEST_KEY, allowPrivateSources: true, pollMs: 100, leaseMs: 2000 },
+    });
     this.app = await serveBehindGateway({ service: 'listings', log, plugin: listingsApp, runtime: this.runtime });
     if (start) await this.runtime.start();
   }

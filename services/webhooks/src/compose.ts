@@ -13,7 +13,8 @@ import { FeedService } from './feed.service';
 import { DeliveryRepository } from './repositories/delivery.repository';
 import { EndpointRepository } from './repositories/endpoint.repository';
 import { FeedRepository } from './repositories/feed.repository';
-import { SecretBox } from './secrets.rules';
+import { SecretBox } from '@estate/platform/secrets';
+import { SIGNING_SECRETS_KEY } from './secrets.rules';
 import { DeliveryWorker } from './workers/delivery.worker';
 import { RetentionWorker } from './workers/retention.worker';
 
@@ -72,7 +73,7 @@ export async function composeWebhooks(deps: {
   const endpointRepo = await EndpointRepository.open(deps.store);
   const deliveryRepo = await DeliveryRepository.open(deps.store);
   const feedRepo = await FeedRepository.open(deps.store);
-  const secrets = new SecretBox(deps.secretKey);
+  const secrets = new SecretBox(deps.secretKey, SIGNING_SECRETS_KEY);
   const receiver = new ReceiverClient({ allowPrivateTargets: options.allowPrivateTargets });
   const attempt = new DeliveryAttemptService({
     endpoints: endpointRepo,

@@ -4,7 +4,8 @@ import type { ReceiverClient } from './clients/receiver.client';
 import { afterAttempt, isSuccess, shouldDisable } from './delivery.rules';
 import type { DeliveryDoc, DeliveryRepository } from './repositories/delivery.repository';
 import type { EndpointRepository } from './repositories/endpoint.repository';
-import { previousSecretInForce, type SecretBox } from './secrets.rules';
+import type { SecretBox } from '@estate/platform/secrets';
+import { previousSecretInForce } from './secrets.rules';
 
 /** Opened secrets kept in memory, at most (the endpoints of a busy process). */
 const OPENED_KEPT = 10_000;

@@ -12,7 +12,8 @@ import { newId } from '@estate/platform/ids';
 import { updateVersioned, type Update } from '@estate/store';
 import type { EndpointDoc, EndpointRepository } from './repositories/endpoint.repository';
 import type { DeliveryRepository } from './repositories/delivery.repository';
-import { newSigningSecret, previousSecretInForce, secretPrefix, type SecretBox } from './secrets.rules';
+import type { SecretBox } from '@estate/platform/secrets';
+import { newSigningSecret, previousSecretInForce, secretPrefix } from './secrets.rules';
 
 /** An endpoint as its owner sees it at `now`: never a secret. */
 export function toWebhook(doc: EndpointDoc, now: Date): Webhook {

@@ -1,4 +1,5 @@
-import { checkedLookup, ReceiverClient, TargetRefused } from '../src/clients/receiver.client';
+import { checkedLookup, TargetRefused } from '@estate/platform/net';
+import { ReceiverClient } from '../src/clients/receiver.client';
 
 const lookup = (allowPrivate: boolean, host: string, all: boolean) =>
   new Promise<{ err: Error | null; address: unknown }>((resolve) =>

@@ -36,7 +36,15 @@ export function upstreamsFor(urls: UpstreamUrls): Upstream[] {
     {
       name: 'listings',
       url: urls.listings,
-      routes: ['/v1/listings', '/v1/listings/*', '/v1/jobs/*', '/reso/odata', '/reso/odata/*'],
+      routes: [
+        '/v1/listings',
+        '/v1/listings/*',
+        '/v1/jobs/*',
+        '/v1/feeds',
+        '/v1/feeds/*',
+        '/reso/odata',
+        '/reso/odata/*',
+      ],
     },
     { name: 'media', url: urls.media, routes: ['/v1/listings/:id/media', '/v1/listings/:id/media/*', '/files/*'] },
     {

@@ -1,7 +1,9 @@
 import type { Role } from '@estate/contracts/accounts';
 import type { Job, JobItemError, JobItemResult, JobProgressCounts, JobState, JobType } from '@estate/contracts/jobs';
 import { outboxEntry, updateWithOutbox, withoutOutbox, type OutboxDoc } from '@estate/bus';
-import { findOwned, type DocumentCollection, type DocumentStore } from '@estate/store';
+import type { FeedCursor, FeedLedger } from '@estate/contracts/feeds';
+import { decodeCursor } from '@estate/platform/pagination';
+import { findOwned, keyset, pageOf, type DocumentCollection, type DocumentStore } from '@estate/store';
 import { completedEvent, ENDED_JOB_VERSION } from '../bulk.rules';
 
 export const BULK_JOBS_COLLECTION = 'bulk_jobs';
@@ -34,6 +36,10 @@ export interface BulkJobDoc extends OutboxDoc {
   createdAt: string;
   startedAt?: string;
   finishedAt?: string;
+  /** `feed_sync` jobs: the feed, the ledger, and where the walk stands (the last record applied). */
+  feedId?: string;
+  ledger?: FeedLedger;
+  walk?: FeedCursor;
 }
 
 interface BulkJobItemsDoc {
@@ -57,6 +63,8 @@ export function toJob(doc: BulkJobDoc): Job {
     createdAt: doc.createdAt,
     startedAt: doc.startedAt ?? null,
     finishedAt: doc.finishedAt ?? null,
+    ...(doc.feedId ? { feedId: doc.feedId } : {}),
+    ...(doc.ledger ? { ledger: doc.ledger } : {}),
   };
 }
 
@@ -78,6 +86,7 @@ export class BulkJobRepository {
       { fields: { _outboxPending: 1 } },
       { fields: { state: 1 } },
       { fields: { accountId: 1, createdAt: 1 } },
+      { fields: { feedId: 1, createdAt: 1 } },
     ]);
     return new BulkJobRepository(col, await store.collection<BulkJobItemsDoc>(BULK_JOB_ITEMS_COLLECTION));
   }
@@ -202,6 +211,7 @@ export class BulkJobRepository {
             progress: ended.progress,
             errors: ended.errors,
             finishedAt: ended.finishedAt,
+            ...(ended.ledger ? { ledger: ended.ledger } : {}),
             // The relay clears an entry only at the version it read: a job's two events never mix.
             version: ENDED_JOB_VERSION,
           },
@@ -225,8 +235,63 @@ export class BulkJobRepository {
     );
   }
 
+  /** Open bulk upserts (feed runs are taken up by their own worker). */
   async unfinished(): Promise<BulkJobDoc[]> {
-    return this.collection.find({ state: { $in: OPEN_STATES } }, { sort: { createdAt: 1 } });
+    return this.collection.find(
+      { state: { $in: OPEN_STATES }, type: 'listings.bulk_upsert' },
+      { sort: { createdAt: 1 } },
+    );
+  }
+
+  /** Stores a feed run (it carries no items and no queue command: feed runs are found by their worker). */
+  async insertRun(doc: BulkJobDoc): Promise<void> {
+    await this.collection.insertOne(doc);
+  }
+
+  /** Open feed runs no live lease holds, oldest first. */
+  claimableRuns(now: Date, limit: number): Promise<BulkJobDoc[]> {
+    return this.collection.find(
+      {
+        type: 'feed_sync',
+        state: { $in: OPEN_STATES },
+        $or: [{ lease: { $exists: false } }, { 'lease.until': { $lt: now.toISOString() } }],
+      },
+      { sort: { createdAt: 1 }, limit },
+    );
+  }
+
+  /** A feed's runs, newest first. */
+  async runsOf(
+    accountId: string,
+    feedId: string,
+    query: { limit: number; cursor?: string },
+  ): Promise<{ items: Job[]; nextCursor: string | null; total: number }> {
+    const order = { field: 'createdAt', direction: -1 } as const;
+    const { sort, after } = keyset(order, decodeCursor(query.cursor, `${accountId}|${feedId}`));
+    const scope = { accountId, feedId };
+    const [fetched, total] = await Promise.all([
+      this.collection.find(after ? { $and: [scope, after] } : scope, { sort, limit: query.limit + 1 }),
+      this.collection.count(scope),
+    ]);
+    const page = pageOf(fetched, query.limit, order, `${accountId}|${feedId}`);
+    return { items: page.items.map(toJob), nextCursor: page.nextCursor, total };
+  }
+
+  /**
+   * Records a page of a feed run where `job` left it (`progress.processed`), under this owner's lease, and extends
+   * the lease; null when the stored run is no longer at that point or no longer this owner's.
+   */
+  recordRun(
+    job: BulkJobDoc,
+    owner: string,
+    change: Pick<BulkJobDoc, 'progress' | 'errors' | 'ledger' | 'walk'>,
+    now: Date,
+    leaseMs: number,
+  ): Promise<BulkJobDoc | null> {
+    return this.collection.updateOne(
+      { id: job.id, state: 'running', 'lease.owner': owner, 'progress.processed': job.progress.processed },
+      { $set: { ...change, 'lease.until': leaseUntil(now, leaseMs) } },
+    );
   }
 }
 

@@ -1,8 +1,8 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { addressRefusal, DELIVERY_TIMEOUT_MS, urlRefusal } from '../delivery.rules';
+import { checkedLookup, TargetRefused, targetRefusal, urlRefusal } from '@estate/platform/net';
+import { DELIVERY_TIMEOUT_MS } from '../delivery.rules';
 
 export interface ReceiverAnswer {
   /** The HTTP status, or null when none came (refused target, network error, timeout). */
@@ -11,34 +11,6 @@ export interface ReceiverAnswer {
   /** The target was refused before any connection (http, private, loopback or link-local, not allowed). */
   refused?: true;
   responseTimeMs: number;
-}
-
-/** A target refused before or while connecting. */
-export class TargetRefused extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'TargetRefused';
-  }
-}
-
-/**
- * Resolves like `dns.lookup`, then refuses private, loopback and link-local answers. The socket
- * connects to the address checked here, so a name that changes its answer between the check and
- * the connection (DNS rebinding) cannot slip through.
- */
-export function checkedLookup(allowPrivate: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-      if (err) return callback(err, '', 0);
-      const refusal = addressRefusal(
-        addresses.map((a) => a.address),
-        allowPrivate,
-      );
-      if (refusal) return callback(new TargetRefused(`${hostname} ${refusal}`), '', 0);
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      return callback(null, addresses[0].address, addresses[0].family);
-    });
-  };
 }
 
 const BODY_LIMIT = 64 * 1024;
@@ -57,15 +29,8 @@ export class ReceiverClient {
   }
 
   /** Resolves the target's addresses and says why they may not be reached, or null when they may. */
-  async refusal(url: string): Promise<string | null> {
-    const form = urlRefusal(url, this.options.allowPrivateTargets);
-    if (form) return form;
-    const { hostname } = new URL(url);
-    return new Promise((resolve) =>
-      this.lookup(hostname.replace(/^\[|\]$/g, ''), { all: true }, (err) =>
-        resolve(err instanceof TargetRefused ? err.message : null),
-      ),
-    );
+  refusal(url: string): Promise<string | null> {
+    return targetRefusal(url, this.options.allowPrivateTargets);
   }
 
   post(url: string, body: string, headers: Record<string, string>): Promise<ReceiverAnswer> {

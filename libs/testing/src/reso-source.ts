@@ -1,0 +1,107 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A RESO Property record as a source serves it (ListingKey and ModificationTimestamp at least). */
+export type SourceRecord = Record<string, unknown> & { ListingKey: string; ModificationTimestamp: string };
+
+/** Misbehaviours a test turns on: each is a failure mode real feeds show. */
+export interface SourceFaults {
+  /** nextLinks answered 400 once used this many times in all (they "expire"). */
+  nextLinksValidFor?: number;
+  /** The next N requests answer 429 with `Retry-After: 0`. */
+  tooManyRequests?: number;
+  /** The next N requests answer 503 with `Retry-After: 0`. */
+  unavailable?: number;
+  /** Every page answers no records. */
+  empty?: boolean;
+}
+
+/**
+ * A RESO Web API source for feed tests: serves `Property` in `ModificationTimestamp,ListingKey` order with keyset
+ * nextLinks, and understands the replication filters a feed sends (`ModificationTimestamp ge t`, the keyset
+ * `(ModificationTimestamp gt t or (ModificationTimestamp eq t and ListingKey gt 'k'))`). Records are changed and
+ * removed between requests by the test; `faults` misbehave on demand.
+ */
+export class ResoTestSource {
+  records = new Map<string, SourceRecord>();
+  faults: SourceFaults = {};
+  /** Every request's path and query, in order. */
+  readonly requests: string[] = [];
+  private nextLinksUsed = 0;
+  private server?: Server;
+  url = '';
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://source.invalid');
+      this.requests.push(`${url.pathname}${url.search}`);
+      const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(body));
+      };
+      if (req.headers.authorization !== 'Bearer source-token')
+        return send(401, { error: { code: '401', message: 'no' } });
+      if (this.faults.tooManyRequests) {
+        this.faults.tooManyRequests--;
+        return send(429, { error: { code: '429', message: 'slow down' } }, { 'retry-after': '0' });
+      }
+      if (this.faults.unavailable) {
+        this.faults.unavailable--;
+        return send(503, { error: { code: '503', message: 'away' } }, { 'retry-after': '0' });
+      }
+      if (!url.pathname.endsWith('/Property')) return send(404, { error: { code: '404', message: 'no resource' } });
+      const token = url.searchParams.get('$skiptoken');
+      if (token !== null) {
+        this.nextLinksUsed++;
+        if (this.faults.nextLinksValidFor !== undefined && this.nextLinksUsed > this.faults.nextLinksValidFor)
+          return send(400, { error: { code: '400', message: 'the nextLink expired' } });
+      }
+      const size = Number(/odata\.maxpagesize=(\d+)/.exec(String(req.headers.prefer ?? ''))?.[1] ?? 100);
+      const after = token ? (JSON.parse(Buffer.from(token, 'base64url').toString()) as [string, string]) : undefined;
+      const rows = this.faults.empty ? [] : this.select(url.searchParams.get('$filter') ?? '', after);
+      const page = rows.slice(0, size);
+      const last = page[page.length - 1];
+      const next = new URL(url.toString());
+      if (last)
+        next.searchParams.set(
+          '$skiptoken',
+          Buffer.from(JSON.stringify([last.ModificationTimestamp, last.ListingKey])).toString('base64url'),
+        );
+      send(200, {
+        '@odata.context': `${this.url}/$metadata#Property`,
+        value: page,
+        ...(rows.length > size ? { '@odata.nextLink': `${this.url}/Property${next.search}` } : {}),
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/odata`;
+    return this;
+  }
+
+  put(...records: SourceRecord[]): void {
+    for (const r of records) this.records.set(r.ListingKey, r);
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private select(filter: string, after: [string, string] | undefined): SourceRecord[] {
+    const time = (s: string) => Date.parse(s);
+    const ge = /ModificationTimestamp ge (\S+)/.exec(filter);
+    const keyset =
+      /\(ModificationTimestamp gt (\S+) or \(ModificationTimestamp eq \S+ and ListingKey gt '((?:[^']|'')*)'\)\)/.exec(
+        filter,
+      );
+    const beyond = (r: SourceRecord, t: string, k: string) =>
+      time(r.ModificationTimestamp) > time(t) || (time(r.ModificationTimestamp) === time(t) && r.ListingKey > k);
+    return [...this.records.values()]
+      .filter((r) => !ge || time(r.ModificationTimestamp) >= time(ge[1]))
+      .filter((r) => !keyset || beyond(r, keyset[1], keyset[2].replace(/''/g, "'")))
+      .filter((r) => !after || beyond(r, after[0], after[1]))
+      .sort(
+        (a, b) =>
+          time(a.ModificationTimestamp) - time(b.ModificationTimestamp) || (a.ListingKey < b.ListingKey ? -1 : 1),
+      );
+  }
+}

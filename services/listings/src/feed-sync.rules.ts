@@ -1,0 +1,92 @@
+import type { FeedCursor } from '@estate/contracts/feeds';
+import type { JobState } from '@estate/contracts/jobs';
+
+/**
+ * A later run starts this far before the committed cursor: a source may commit a record with a timestamp a little
+ * behind its newest (clocks, transactions committing late). Records seen again are unchanged and not written.
+ */
+export const OVERLAP_MS = 5 * 60 * 1000;
+/** A 429 or 503 is retried this many times in a row, waiting its Retry-After (or a growing delay) each time. */
+export const MAX_RETRIES = 6;
+/** A Retry-After longer than this stops the run (the next run goes on from the cursor) rather than hold it. */
+export const MAX_RETRY_AFTER_MS = 5 * 60 * 1000;
+/** Record errors kept on the job (the ledger counts them all). */
+export const ERRORS_KEPT = 1000;
+/** Records a dry run lists in its preview. */
+export const PREVIEW_KEPT = 100;
+
+const quoted = (text: string): string => `'${text.replace(/'/g, "''")}'`;
+/** An OData DateTimeOffset literal (unquoted), in UTC with milliseconds. */
+const timestamp = (iso: string): string => new Date(iso).toISOString();
+
+/** Where a walk starts: from the beginning, strictly after a position, or from a time (a later run's overlap). */
+export type WalkStart = { kind: 'beginning' } | { kind: 'after'; cursor: FeedCursor } | { kind: 'since'; at: string };
+
+/** Where a run starts: after the position a run in progress recorded, else the overlap before the committed cursor. */
+export function walkStart(walk: FeedCursor | undefined, committed: FeedCursor | null): WalkStart {
+  if (walk) return { kind: 'after', cursor: walk };
+  if (!committed) return { kind: 'beginning' };
+  return { kind: 'since', at: new Date(Date.parse(committed.modificationTimestamp) - OVERLAP_MS).toISOString() };
+}
+
+/** The first page's URL of a walk in `ModificationTimestamp,ListingKey` order (later pages follow nextLinks). */
+export function pageUrl(serviceRoot: string, resource: string, start: WalkStart, extraFilter?: string): string {
+  const filters: string[] = [];
+  if (start.kind === 'after') {
+    const t = timestamp(start.cursor.modificationTimestamp);
+    filters.push(
+      `(ModificationTimestamp gt ${t} or (ModificationTimestamp eq ${t} and ListingKey gt ${quoted(start.cursor.listingKey)}))`,
+    );
+  } else if (start.kind === 'since') filters.push(`ModificationTimestamp ge ${timestamp(start.at)}`);
+  if (extraFilter) filters.push(`(${extraFilter})`);
+  const params = new URLSearchParams({ $orderby: 'ModificationTimestamp,ListingKey' });
+  if (filters.length > 0) params.set('$filter', filters.join(' and '));
+  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** `(ModificationTimestamp, ListingKey)` order. */
+export function compareCursors(a: FeedCursor, b: FeedCursor): number {
+  const t = Date.parse(a.modificationTimestamp) - Date.parse(b.modificationTimestamp);
+  if (t !== 0) return t;
+  return a.listingKey < b.listingKey ? -1 : a.listingKey > b.listingKey ? 1 : 0;
+}
+
+export const laterCursor = (a: FeedCursor | null, b: FeedCursor | null): FeedCursor | null =>
+  !a ? b : !b ? a : compareCursors(a, b) >= 0 ? a : b;
+
+/** How long a Retry-After asks to wait (seconds or an HTTP date); undefined when it says nothing usable. */
+export function retryAfterMs(header: string | string[] | undefined, now: Date): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now.getTime());
+}
+
+/** Requests per epoch minute of the last hour. */
+export type Usage = Array<{ minute: number; count: number }>;
+
+/** The usage with one more request at `now`, older than an hour dropped. */
+export function countRequest(usage: Usage, now: Date): Usage {
+  const minute = Math.floor(now.getTime() / 60_000);
+  const kept = usage.filter((u) => u.minute > minute - 60);
+  const current = kept.find((u) => u.minute === minute);
+  return current
+    ? kept.map((u) => (u === current ? { minute, count: u.count + 1 } : u))
+    : [...kept, { minute, count: 1 }];
+}
+
+/** Whether another request stays within `perHour` (whole minutes of the last hour counted: never more). */
+export function withinHourlyBudget(usage: Usage, now: Date, perHour: number | undefined): boolean {
+  if (perHour === undefined) return true;
+  const minute = Math.floor(now.getTime() / 60_000);
+  const used = usage.filter((u) => u.minute > minute - 60).reduce((sum, u) => sum + u.count, 0);
+  return used < perHour;
+}
+
+/** How a run ends: a source failure fails it (partly, when something was applied); record errors fail it partly. */
+export function runState(counts: { applied: number; failed: number }, sourceFailed: boolean): JobState {
+  if (sourceFailed) return counts.applied > 0 ? 'partially_failed' : 'failed';
+  if (counts.failed === 0) return 'succeeded';
+  return counts.applied === 0 ? 'failed' : 'partially_failed';
+}

@@ -1,0 +1,238 @@
+import type { Identity } from '@estate/contracts/accounts';
+import type { Feed, FeedCreate, FeedListQuery, FeedPatch } from '@estate/contracts/feeds';
+import type { Job } from '@estate/contracts/jobs';
+import type { FeedLedger } from '@estate/contracts/feeds';
+import { assertRole, type RequestContext } from '@estate/platform/auth';
+import { AppError, notFound } from '@estate/platform/errors';
+import { newId } from '@estate/platform/ids';
+import type { SecretBox } from '@estate/platform/secrets';
+import { updateVersioned, type Update } from '@estate/store';
+import type { BulkJobDoc, BulkJobRepository } from './repositories/bulk-job.repository';
+import { toJob } from './repositories/bulk-job.repository';
+import type { FeedDoc, FeedRepository } from './repositories/feed.repository';
+
+const ADMIN_ONLY = ['admin'] as const;
+
+/** How the listings service derives the key of feeds' stored credentials from its secret key. */
+export const FEED_SECRETS_KEY = { salt: 'estate-listings', info: 'feed source credentials' } as const;
+
+/** A feed as its owner sees it: never its secret. */
+export function toFeed(doc: FeedDoc): Feed {
+  const { auth } = doc;
+  return {
+    id: doc.id,
+    name: doc.name,
+    serviceRoot: doc.serviceRoot,
+    resource: doc.resource,
+    auth:
+      auth.type === 'bearer'
+        ? { type: 'bearer' }
+        : {
+            type: 'client_credentials',
+            tokenUrl: auth.tokenUrl,
+            clientId: auth.clientId,
+            ...(auth.scope ? { scope: auth.scope } : {}),
+          },
+    originatingSystemName: doc.originatingSystemName,
+    filter: doc.filter ?? null,
+    budget: doc.budget,
+    pageSize: doc.pageSize,
+    enabled: doc.enabled,
+    cursor: doc.cursor ?? null,
+    lastRunId: doc.lastRunId ?? null,
+    version: doc.version,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+  };
+}
+
+/** A new run's ledger, starting from the feed's committed cursor. */
+export function openLedger(feed: FeedDoc, dryRun: boolean): FeedLedger {
+  return {
+    dryRun,
+    cursorBefore: feed.cursor ?? null,
+    cursorAfter: feed.cursor ?? null,
+    fetched: 0,
+    created: 0,
+    updated: 0,
+    unchanged: 0,
+    failed: 0,
+    requests: 0,
+    retries: 0,
+    restarts: 0,
+    lagSeconds: null,
+    durationMs: null,
+    stopReason: null,
+    ...(dryRun ? { preview: [] } : {}),
+  };
+}
+
+/** Feeds (admin keys only) and their runs, which are `feed_sync` jobs taken up by the feed run worker. */
+export class FeedsService {
+  constructor(
+    private readonly deps: {
+      feeds: FeedRepository;
+      jobs: BulkJobRepository;
+      secrets: SecretBox;
+      /** Why a source URL may not be reached (form, then resolved addresses), or null. */
+      sourceRefusal: (url: string) => Promise<string | null>;
+      /** Wakes the run worker of this process. */
+      runs: { kick(): void };
+      clock: () => Date;
+    },
+  ) {}
+
+  async create(who: Identity, input: FeedCreate): Promise<Feed> {
+    assertRole(who, ADMIN_ONLY, 'manage feeds');
+    await this.checkSources(input.serviceRoot, input.auth);
+    const now = this.deps.clock().toISOString();
+    const doc = await this.deps.feeds.insert({
+      id: newId('fed'),
+      accountId: who.accountId,
+      name: input.name,
+      serviceRoot: input.serviceRoot,
+      resource: input.resource,
+      auth: this.sealed(input.auth),
+      originatingSystemName: input.originatingSystemName ?? input.name,
+      ...(input.filter ? { filter: input.filter } : {}),
+      budget: input.budget,
+      pageSize: input.pageSize,
+      enabled: input.enabled,
+      createdBy: { keyId: who.keyId, role: who.role },
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    });
+    return toFeed(doc);
+  }
+
+  async list(who: Identity, query: FeedListQuery) {
+    assertRole(who, ADMIN_ONLY, 'manage feeds');
+    const page = await this.deps.feeds.list(who.accountId, query);
+    return { ...page, items: page.items.map(toFeed) };
+  }
+
+  async get(who: Identity, id: string): Promise<Feed> {
+    assertRole(who, ADMIN_ONLY, 'manage feeds');
+    return toFeed(await this.owned(who, id));
+  }
+
+  async update(who: Identity, id: string, patch: FeedPatch, ifMatch?: number): Promise<Feed> {
+    assertRole(who, ADMIN_ONLY, 'manage feeds');
+    const current = await this.owned(who, id);
+    await this.checkSources(patch.serviceRoot ?? current.serviceRoot, patch.auth);
+    const saved = await updateVersioned({
+      what: 'feed',
+      ifMatch,
+      read: () => this.owned(who, id),
+      write: (doc) => {
+        const update: Update & { $set: Record<string, unknown>; $unset: Record<string, true> } = {
+          $set: { updatedAt: this.deps.clock().toISOString() },
+          $unset: {},
+        };
+        for (const key of ['name', 'serviceRoot', 'budget', 'pageSize', 'enabled'] as const)
+          if (patch[key] !== undefined) update.$set[key] = patch[key];
+        if (patch.auth) update.$set.auth = this.sealed(patch.auth);
+        if (patch.filter === null) update.$unset.filter = true;
+        else if (patch.filter !== undefined) update.$set.filter = patch.filter;
+        // Another source or another selection: the position in the old one means nothing there.
+        const moved =
+          (patch.serviceRoot !== undefined && patch.serviceRoot !== doc.serviceRoot) ||
+          (patch.filter !== undefined && (patch.filter ?? undefined) !== doc.filter);
+        if (moved) update.$unset.cursor = true;
+        return this.deps.feeds.updateAt(who.accountId, id, doc.version, update);
+      },
+    });
+    return toFeed(saved);
+  }
+
+  async remove(who: Identity, id: string, ifMatch?: number): Promise<{ id: string; deleted: true }> {
+    assertRole(who, ADMIN_ONLY, 'manage feeds');
+    const current = await this.owned(who, id);
+    if (ifMatch !== undefined && ifMatch !== current.version)
+      throw new AppError('version_mismatch', `The feed is at version ${current.version}, not ${ifMatch}`);
+    if (!(await this.deps.feeds.remove(who.accountId, id)))
+      throw new AppError('feed_run_in_progress', `Feed ${id} has a run in progress; delete it once the run has ended`);
+    return { id, deleted: true };
+  }
+
+  /** Queues a run (a `feed_sync` job); one run of a feed at a time. */
+  async startRun(ctx: RequestContext, id: string, dryRun: boolean): Promise<Job> {
+    assertRole(ctx.who, ADMIN_ONLY, 'run feeds');
+    const feed = await this.owned(ctx.who, id);
+    if (!feed.enabled) throw new AppError('feed_disabled', `Feed ${id} is disabled; enable it to run it`);
+    const jobId = newId('job');
+    const taken = await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId);
+    if (!taken)
+      throw new AppError(
+        'feed_run_in_progress',
+        `Feed ${id} has a run in progress (${feed.activeRunId ?? 'starting'})`,
+      );
+    const now = this.deps.clock().toISOString();
+    const job: BulkJobDoc = {
+      id: jobId,
+      type: 'feed_sync',
+      accountId: ctx.who.accountId,
+      submittedBy: feed.createdBy,
+      ...(ctx.requestId ? { requestId: ctx.requestId } : {}),
+      state: 'queued',
+      progress: { total: 0, processed: 0, succeeded: 0, failed: 0 },
+      results: [],
+      errors: [],
+      feedId: id,
+      ledger: openLedger(taken, dryRun),
+      createdAt: now,
+      version: 1,
+    };
+    try {
+      await this.deps.jobs.insertRun(job);
+    } catch (err) {
+      await this.deps.feeds.releaseRun(id, jobId);
+      throw err;
+    }
+    this.deps.runs.kick();
+    return toJob(job);
+  }
+
+  async runs(who: Identity, id: string, query: FeedListQuery) {
+    assertRole(who, ADMIN_ONLY, 'run feeds');
+    await this.owned(who, id);
+    return this.deps.jobs.runsOf(who.accountId, id, query);
+  }
+
+  /** The feed's secret, for the run worker. */
+  secretOf(feed: FeedDoc): string {
+    return this.deps.secrets.open(feed.auth.secretSealed);
+  }
+
+  private sealed(auth: FeedCreate['auth']): FeedDoc['auth'] {
+    return auth.type === 'bearer'
+      ? { type: 'bearer', secretSealed: this.deps.secrets.seal(auth.token) }
+      : {
+          type: 'client_credentials',
+          tokenUrl: auth.tokenUrl,
+          clientId: auth.clientId,
+          ...(auth.scope ? { scope: auth.scope } : {}),
+          secretSealed: this.deps.secrets.seal(auth.clientSecret),
+        };
+  }
+
+  private async checkSources(serviceRoot: string, auth: FeedCreate['auth'] | undefined): Promise<void> {
+    const checks: Array<[string, string]> = [['serviceRoot', serviceRoot]];
+    if (auth?.type === 'client_credentials') checks.push(['auth.tokenUrl', auth.tokenUrl]);
+    for (const [path, url] of checks) {
+      const refusal = await this.deps.sourceRefusal(url);
+      if (refusal)
+        throw new AppError('validation_failed', `The feed's ${path} ${refusal}`, {
+          errors: [{ path, message: `${refusal} (the server allows it with FEEDS_ALLOW_PRIVATE_SOURCES=1)` }],
+        });
+    }
+  }
+
+  /** The caller's feed (404 for another account's: existence never leaks). */
+  private async owned(who: Identity, id: string): Promise<FeedDoc> {
+    const doc = await this.deps.feeds.get(who.accountId, id);
+    if (!doc) throw notFound('feed_not_found', 'Feed', id);
+    return doc;
+  }
+}

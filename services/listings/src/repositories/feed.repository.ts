@@ -1,0 +1,107 @@
+import type { Role } from '@estate/contracts/accounts';
+import type { FeedBudget, FeedCursor } from '@estate/contracts/feeds';
+import { decodeCursor } from '@estate/platform/pagination';
+import { keyset, pageOf, type DocumentCollection, type DocumentStore, type Update } from '@estate/store';
+
+export const FEEDS_COLLECTION = 'feeds';
+
+/** A feed as stored: its secret (token or client secret) sealed, never in clear. */
+export interface FeedDoc {
+  id: string;
+  accountId: string;
+  name: string;
+  serviceRoot: string;
+  resource: 'Property';
+  auth:
+    | { type: 'bearer'; secretSealed: string }
+    | { type: 'client_credentials'; tokenUrl: string; clientId: string; scope?: string; secretSealed: string };
+  originatingSystemName: string;
+  filter?: string;
+  budget: FeedBudget;
+  pageSize: number;
+  enabled: boolean;
+  /** Where the next run starts (committed with each page a run applies). */
+  cursor?: FeedCursor;
+  lastRunId?: string;
+  /** The run in progress: one at a time per feed. */
+  activeRunId?: string;
+  /** Requests made to the source per minute (epoch minute), the last hour's: the hourly budget counts them. */
+  usage?: Array<{ minute: number; count: number }>;
+  /** Runs write as the key that created the feed. */
+  createdBy: { keyId: string; role: Role | 'platform' };
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const ORDER = { field: 'createdAt', direction: 1 } as const;
+
+export class FeedRepository {
+  private constructor(readonly collection: DocumentCollection<FeedDoc>) {}
+
+  static async open(store: DocumentStore): Promise<FeedRepository> {
+    return new FeedRepository(
+      await store.collection<FeedDoc>(FEEDS_COLLECTION, [{ fields: { accountId: 1, createdAt: 1 } }]),
+    );
+  }
+
+  insert(doc: FeedDoc): Promise<FeedDoc> {
+    return this.collection.insertOne(doc);
+  }
+
+  get(accountId: string, id: string): Promise<FeedDoc | null> {
+    return this.collection.findOne({ id, accountId });
+  }
+
+  load(id: string): Promise<FeedDoc | null> {
+    return this.collection.findOne({ id });
+  }
+
+  async list(
+    accountId: string,
+    query: { limit: number; cursor?: string },
+  ): Promise<{ items: FeedDoc[]; nextCursor: string | null; total: number }> {
+    const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, accountId));
+    const filter = after ? { $and: [{ accountId }, after] } : { accountId };
+    const [fetched, total] = await Promise.all([
+      this.collection.find(filter, { sort, limit: query.limit + 1 }),
+      this.collection.count({ accountId }),
+    ]);
+    return { ...pageOf(fetched, query.limit, ORDER, accountId), total };
+  }
+
+  /** Writes if the feed is still at `version`; null when another writer won or it is gone. */
+  updateAt(accountId: string, id: string, version: number, update: Update): Promise<FeedDoc | null> {
+    return this.collection.updateOne({ id, accountId, version }, { ...update, $inc: { ...update.$inc, version: 1 } });
+  }
+
+  /** Removes the feed unless a run of it is in progress. */
+  remove(accountId: string, id: string): Promise<boolean> {
+    return this.collection.deleteOne({ id, accountId, activeRunId: { $exists: false } });
+  }
+
+  /** Makes `runId` the feed's run in progress; null when another run holds it. */
+  takeRun(accountId: string, id: string, runId: string): Promise<FeedDoc | null> {
+    return this.collection.updateOne(
+      { id, accountId, activeRunId: { $exists: false } },
+      { $set: { activeRunId: runId, lastRunId: runId } },
+    );
+  }
+
+  async releaseRun(id: string, runId: string): Promise<void> {
+    await this.collection.updateOne({ id, activeRunId: runId }, { $unset: { activeRunId: true } });
+  }
+
+  /** Commits the run's position and the source requests it made (only the run in progress may). */
+  async commit(
+    id: string,
+    runId: string,
+    change: { cursor?: FeedCursor; usage: Array<{ minute: number; count: number }> },
+  ): Promise<boolean> {
+    const saved = await this.collection.updateOne(
+      { id, activeRunId: runId },
+      { $set: { usage: change.usage, ...(change.cursor ? { cursor: change.cursor } : {}) } },
+    );
+    return saved !== null;
+  }
+}

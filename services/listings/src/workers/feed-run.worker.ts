@@ -1,0 +1,452 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { FeedLedger } from '@estate/contracts/feeds';
+import { jobProgressSubject, type JobItemError } from '@estate/contracts/jobs';
+import type { Bus, OutboxRelay } from '@estate/bus';
+import type { RequestContext } from '@estate/platform/auth';
+import { AppError } from '@estate/platform/errors';
+import { listingFromReso } from '@estate/reso';
+import type { Transaction } from '@estate/store';
+import type { Logger } from 'pino';
+import { itemError, progressOf } from '../bulk.rules';
+import type { FeedSourceClient, SourceAnswer } from '../clients/feed-source.client';
+import { SourceUnreachable } from '../clients/feed-source.client';
+import {
+  countRequest,
+  ERRORS_KEPT,
+  laterCursor,
+  MAX_RETRIES,
+  MAX_RETRY_AFTER_MS,
+  pageUrl,
+  PREVIEW_KEPT,
+  retryAfterMs,
+  runState,
+  walkStart,
+  withinHourlyBudget,
+  type Usage,
+} from '../feed-sync.rules';
+import type { FeedsService } from '../feeds.service';
+import type { ListingUpsertService } from '../listing-upsert.service';
+import type { BulkJobDoc, BulkJobRepository } from '../repositories/bulk-job.repository';
+import type { FeedDoc, FeedRepository } from '../repositories/feed.repository';
+
+export interface FeedRunWorkerDeps {
+  jobs: BulkJobRepository;
+  feeds: FeedRepository;
+  secrets: Pick<FeedsService, 'secretOf'>;
+  upserts: Pick<ListingUpsertService, 'upsertRecord' | 'preview'>;
+  source: FeedSourceClient;
+  bus: Bus;
+  outbox?: Pick<OutboxRelay, 'kick'>;
+  clock: () => Date;
+  log: Logger;
+  /** The listings store's transaction, when it has one: a page's writes commit with the run's record of them. */
+  transaction?: Transaction;
+  leaseMs?: number;
+  /** How often open runs nobody holds are looked for (a run queued here is taken at once). */
+  pollMs?: number;
+  /** Waits (Retry-After, the per-second budget); tests may shorten them. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_POLL_MS = 2000;
+/** Runs one process takes at once. */
+const RUNS_AT_ONCE = 2;
+
+/** The walk has to start again from the position it reached (its nextLink expired or was refused). */
+class WalkBroken extends Error {}
+/** The run stops before the end of the feed, for a reason the ledger gives; what it applied stays. */
+class RunStopped extends Error {
+  constructor(
+    readonly reason: string,
+    readonly sourceFailed: boolean,
+  ) {
+    super(reason);
+  }
+}
+/** This worker no longer holds the run (lease lost, or stopping): another one goes on from the recorded page. */
+class RunHandedBack extends Error {}
+
+interface Running {
+  job: BulkJobDoc;
+  feed: FeedDoc;
+  ctx: RequestContext;
+  usage: Usage;
+  token?: string;
+  lastRequestAt: number;
+  leaseLost: boolean;
+}
+
+/**
+ * Runs `feed_sync` jobs: walks the source in `ModificationTimestamp,ListingKey` order page by page, maps each record
+ * by the RESO table read backwards and upserts it through the bulk write path; each page's writes are recorded on
+ * the run (and the feed's cursor moved) as they commit, under the run's lease. A run whose worker dies is taken up
+ * by any process once its lease lapses, from the last page recorded: a record is never applied twice (a page
+ * replayed is recognised by the marks its writes left on the listings, or rolled back with its record).
+ */
+export class FeedRunWorker {
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly leaseMs: number;
+  private timer?: NodeJS.Timeout;
+  private stopping = false;
+  private readonly active = new Map<string, Promise<void>>();
+  private polling?: Promise<void>;
+
+  constructor(private readonly deps: FeedRunWorkerDeps) {
+    this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.timer = setInterval(() => this.kick(), this.deps.pollMs ?? DEFAULT_POLL_MS);
+    this.kick();
+  }
+
+  /** Looks for runs to take now. */
+  kick(): void {
+    if (this.stopping || this.polling) return;
+    this.polling = this.poll()
+      .catch((err: unknown) => this.deps.log.warn({ err }, 'looking for feed runs failed'))
+      .finally(() => (this.polling = undefined));
+  }
+
+  /** Stops taking runs; a run in progress stops after its page and is left for the next taker. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.timer);
+    await this.polling;
+    await Promise.allSettled(this.active.values());
+  }
+
+  /** Resolves when the runs this worker holds have ended or been handed back (tests). */
+  async idle(): Promise<void> {
+    await this.polling;
+    await Promise.allSettled(this.active.values());
+  }
+
+  private async poll(): Promise<void> {
+    if (this.active.size >= RUNS_AT_ONCE) return;
+    const open = await this.deps.jobs.claimableRuns(this.deps.clock(), RUNS_AT_ONCE);
+    for (const candidate of open) {
+      if (this.active.size >= RUNS_AT_ONCE || this.stopping || this.active.has(candidate.id)) continue;
+      const claimed = await this.deps.jobs.claim(
+        candidate.id,
+        this.owner,
+        this.deps.clock(),
+        this.leaseMs,
+        !candidate.startedAt,
+      );
+      if (!claimed) continue;
+      const running = this.run(claimed)
+        .catch((err: unknown) => this.deps.log.error({ err, jobId: claimed.id }, 'feed run failed'))
+        .finally(() => {
+          this.active.delete(claimed.id);
+          this.kick();
+        });
+      this.active.set(claimed.id, running);
+    }
+  }
+
+  private async run(claimed: BulkJobDoc): Promise<void> {
+    const log = this.deps.log.child({ jobId: claimed.id, feedId: claimed.feedId });
+    const feed = claimed.feedId ? await this.deps.feeds.load(claimed.feedId) : null;
+    const started = Date.now();
+    if (!feed || feed.activeRunId !== claimed.id) {
+      await this.end(claimed, { stopReason: 'the feed was deleted', sourceFailed: true }, started, log);
+      return;
+    }
+    const state: Running = {
+      job: claimed,
+      feed,
+      ctx: {
+        who: {
+          accountId: claimed.accountId,
+          keyId: claimed.submittedBy.keyId,
+          role: claimed.submittedBy.role,
+          agentId: null,
+        },
+        requestId: claimed.requestId,
+      },
+      usage: feed.usage ?? [],
+      lastRequestAt: 0,
+      leaseLost: false,
+    };
+    const renewal = setInterval(
+      () => {
+        this.deps.jobs.renew(claimed.id, this.owner, this.deps.clock(), this.leaseMs).then(
+          (held) => (state.leaseLost ||= !held),
+          (err: unknown) => log.warn({ err }, 'feed run lease renewal failed'),
+        );
+      },
+      Math.max(100, Math.floor(this.leaseMs / 3)),
+    );
+    log.info(
+      { from: claimed.walk ?? claimed.ledger?.cursorBefore ?? null, attempt: claimed.attempts },
+      'feed run started',
+    );
+    try {
+      await this.walk(state);
+      await this.end(state.job, { stopReason: null, sourceFailed: false }, started, log, state.usage);
+    } catch (err) {
+      if (err instanceof RunHandedBack) {
+        await this.deps.jobs.release(claimed.id, this.owner).catch(() => undefined);
+        log.info({ at: state.job.walk }, 'feed run handed back');
+        return;
+      }
+      const stopped =
+        err instanceof RunStopped
+          ? err
+          : new RunStopped(err instanceof SourceUnreachable ? err.message : 'the run failed (see the logs)', true);
+      if (!(err instanceof RunStopped)) log.error({ err }, 'feed run stopped');
+      await this.end(
+        state.job,
+        { stopReason: stopped.reason, sourceFailed: stopped.sourceFailed },
+        started,
+        log,
+        state.usage,
+      );
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  /** Walks from where the run stands to the end of the feed, restarting from the position when a nextLink breaks. */
+  private async walk(state: Running): Promise<void> {
+    const { feed } = state;
+    let url = pageUrl(
+      feed.serviceRoot,
+      feed.resource,
+      walkStart(state.job.walk, state.job.ledger!.cursorBefore),
+      feed.filter,
+    );
+    let following = false;
+    for (;;) {
+      if (this.stopping || state.leaseLost) throw new RunHandedBack();
+      let answer: SourceAnswer;
+      try {
+        answer = await this.fetchPage(state, url, following);
+      } catch (err) {
+        if (!(err instanceof WalkBroken)) throw err;
+        await this.recordPage(state, [], { restarted: true });
+        url = pageUrl(
+          feed.serviceRoot,
+          feed.resource,
+          walkStart(state.job.walk, state.job.ledger!.cursorBefore),
+          feed.filter,
+        );
+        following = false;
+        continue;
+      }
+      const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown };
+      if (!Array.isArray(body.value))
+        throw new RunStopped(`the source answered a page without a \`value\` list (${url})`, true);
+      const records = body.value.filter((r): r is Record<string, unknown> => !!r && typeof r === 'object');
+      await this.recordPage(state, records, {});
+      const next = body['@odata.nextLink'];
+      if (typeof next !== 'string' || records.length === 0) return;
+      url = new URL(next, url).toString();
+      following = true;
+    }
+  }
+
+  /** One page's request, within the budget, with 429/503 retried after their Retry-After. */
+  private async fetchPage(state: Running, url: string, following: boolean): Promise<SourceAnswer> {
+    for (let attempt = 0; ; attempt++) {
+      const answer = await this.send(state, url, {
+        headers: { prefer: `odata.maxpagesize=${state.feed.pageSize}` },
+      });
+      if (answer.status === 200) return answer;
+      if (answer.status === 429 || answer.status === 503) {
+        const wait = retryAfterMs(answer.headers['retry-after'], this.deps.clock()) ?? 1000 * 2 ** attempt;
+        if (attempt >= MAX_RETRIES || wait > MAX_RETRY_AFTER_MS)
+          throw new RunStopped(
+            `the source kept answering ${answer.status} (asked to wait ${Math.round(wait / 1000)} s)`,
+            true,
+          );
+        state.job.ledger!.retries++;
+        await this.sleep(wait);
+        continue;
+      }
+      if (answer.status === 401 && state.feed.auth.type === 'client_credentials' && state.token && attempt === 0) {
+        state.token = undefined;
+        continue;
+      }
+      // An expired or refused nextLink: start again from the position reached (a first page is not retried so).
+      if (following && answer.status >= 400 && answer.status < 500 && answer.status !== 401 && answer.status !== 403)
+        throw new WalkBroken();
+      throw new RunStopped(`the source answered ${answer.status} to ${new URL(url).pathname}`, true);
+    }
+  }
+
+  /** A request to the source, counted against the feed's budget (per second by spacing, per hour by the usage). */
+  private async send(
+    state: Running,
+    url: string,
+    init: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },
+  ): Promise<SourceAnswer> {
+    const auth: Record<string, string> =
+      init.method === 'POST' ? {} : { authorization: `Bearer ${await this.tokenOf(state)}` };
+    const budget = state.feed.budget;
+    if (!withinHourlyBudget(state.usage, this.deps.clock(), budget.requestsPerHour))
+      throw new RunStopped(
+        `the request budget of ${budget.requestsPerHour} an hour is spent; the next run goes on`,
+        false,
+      );
+    const gap = 1000 / budget.requestsPerSecond - (Date.now() - state.lastRequestAt);
+    if (gap > 0) await this.sleep(gap);
+    state.lastRequestAt = Date.now();
+    state.usage = countRequest(state.usage, this.deps.clock());
+    state.job.ledger!.requests++;
+    return this.deps.source.request(url, { ...init, headers: { ...init.headers, ...auth } });
+  }
+
+  private async tokenOf(state: Running): Promise<string> {
+    const { auth } = state.feed;
+    if (auth.type === 'bearer') return this.deps.secrets.secretOf(state.feed);
+    if (state.token) return state.token;
+    const form = new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: auth.clientId,
+      client_secret: this.deps.secrets.secretOf(state.feed),
+      ...(auth.scope ? { scope: auth.scope } : {}),
+    });
+    const answer = await this.send(state, auth.tokenUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
+    const token = (answer.body as { access_token?: unknown } | undefined)?.access_token;
+    if (answer.status !== 200 || typeof token !== 'string')
+      throw new RunStopped(`the token endpoint answered ${answer.status} without an access token`, true);
+    state.token = token;
+    return token;
+  }
+
+  /**
+   * Applies a page's records and records them on the run (with the position reached) in one step: one transaction
+   * where the store has them; otherwise each write carries its record's mark, so a page replayed after a crash
+   * recognises what it had written. Then moves the feed's cursor.
+   */
+  private async recordPage(state: Running, records: Record<string, unknown>[], flags: { restarted?: boolean }) {
+    const job = state.job;
+    const ledger: FeedLedger = structuredClone(job.ledger!);
+    const errors: JobItemError[] = [...job.errors];
+    let walk = job.walk;
+    const apply = async () => {
+      for (const [offset, record] of records.entries()) {
+        const index = job.progress.processed + offset;
+        ledger.fetched++;
+        const key = typeof record.ListingKey === 'string' ? record.ListingKey : undefined;
+        const modified = typeof record.ModificationTimestamp === 'string' ? record.ModificationTimestamp : undefined;
+        if (key && modified && !Number.isNaN(Date.parse(modified))) {
+          walk = { modificationTimestamp: new Date(modified).toISOString(), listingKey: key };
+          ledger.cursorAfter = laterCursor(ledger.cursorAfter, walk);
+        }
+        const item: Record<string, unknown> = {
+          ...listingFromReso(record),
+          externalId: key,
+          source: state.feed.originatingSystemName,
+        };
+        // A source without OnMarketTimestamp leaves `listedAt` to us (set when the listing first went on the market).
+        if (item.listedAt === null) delete item.listedAt;
+        try {
+          if (!key)
+            throw new AppError('validation_failed', 'The record has no ListingKey', {
+              errors: [{ path: 'ListingKey', message: 'is required' }],
+            });
+          if (ledger.dryRun) {
+            const preview = await this.deps.upserts.preview(state.ctx, item);
+            if (preview.action === 'unchanged') ledger.unchanged++;
+            else {
+              ledger[preview.action === 'create' ? 'created' : 'updated']++;
+              if ((ledger.preview ?? []).length < PREVIEW_KEPT)
+                ledger.preview = [
+                  ...(ledger.preview ?? []),
+                  {
+                    listingKey: key,
+                    action: preview.action,
+                    ...(preview.action === 'update'
+                      ? { listingId: preview.id, fields: preview.fields }
+                      : { fields: [] }),
+                  },
+                ];
+            }
+          } else {
+            const done = await this.deps.upserts.upsertRecord(state.ctx, item, { jobId: job.id, index });
+            ledger[done.action]++;
+          }
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err;
+          ledger.failed++;
+          if (errors.length < ERRORS_KEPT) errors.push(itemError(index, item, err));
+        }
+      }
+      if (flags.restarted) ledger.restarts++;
+      ledger.lagSeconds = ledger.cursorAfter
+        ? Math.max(0, (this.deps.clock().getTime() - Date.parse(ledger.cursorAfter.modificationTimestamp)) / 1000)
+        : null;
+      const processed = job.progress.processed + records.length;
+      const recorded = await this.deps.jobs.recordRun(
+        job,
+        this.owner,
+        {
+          progress: {
+            total: processed,
+            processed,
+            succeeded: ledger.created + ledger.updated + ledger.unchanged,
+            failed: ledger.failed,
+          },
+          errors,
+          ledger,
+          ...(walk ? { walk } : {}),
+        },
+        this.deps.clock(),
+        this.leaseMs,
+      );
+      // Throwing rolls the page back where there is a transaction: the worker that took the run over applies it.
+      if (!recorded) throw new RunHandedBack();
+      return recorded;
+    };
+    state.job = this.deps.transaction ? await this.deps.transaction(apply) : await apply();
+    // A dry run moves no cursor; its requests count against the budget all the same.
+    const held = await this.deps.feeds.commit(state.feed.id, job.id, {
+      ...(ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {}),
+      usage: state.usage,
+    });
+    if (!held) throw new RunStopped('the feed was deleted', true);
+    this.deps.bus.notify(jobProgressSubject(job.id), progressOf(state.job), { requestId: job.requestId });
+  }
+
+  private async end(
+    job: BulkJobDoc,
+    outcome: { stopReason: string | null; sourceFailed: boolean },
+    started: number,
+    log: Logger,
+    usage?: Usage,
+  ): Promise<void> {
+    const ledger: FeedLedger = {
+      ...job.ledger!,
+      durationMs: Date.now() - started,
+      stopReason: outcome.stopReason,
+    };
+    const state = runState(
+      { applied: ledger.created + ledger.updated + ledger.unchanged, failed: ledger.failed },
+      outcome.sourceFailed,
+    );
+    const finished = await this.deps.jobs.finish({ ...job, ledger }, this.owner, state, this.deps.clock());
+    if (job.feedId) {
+      // The requests of the run's last page, or of its failure, count against the budget too.
+      if (usage) await this.deps.feeds.commit(job.feedId, job.id, { usage }).catch(() => false);
+      await this.deps.feeds.releaseRun(job.feedId, job.id);
+    }
+    if (!finished) return;
+    this.deps.outbox?.kick();
+    this.deps.bus.notify(jobProgressSubject(job.id), progressOf(finished), { requestId: job.requestId });
+    log.info({ state, ...ledger, preview: undefined }, 'feed run finished');
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return this.deps.sleep ? this.deps.sleep(ms) : new Promise((resolve) => setTimeout(resolve, ms));
+  }
+}

@@ -1,0 +1,155 @@
+import type { Job } from '@estate/contracts/jobs';
+import { eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
+import { alice, bob, ListingsHarness } from './harness';
+
+const FINAL = ['succeeded', 'partially_failed', 'failed'];
+
+/** A source record: `n` gives its key and price, `t` its ModificationTimestamp (seconds into 2026). */
+const record = (n: number, t: number, extra: Record<string, unknown> = {}): SourceRecord => ({
+  ListingKey: `K${String(n).padStart(4, '0')}`,
+  ModificationTimestamp: new Date(Date.UTC(2026, 0, 1) + t * 1000).toISOString(),
+  StandardStatus: 'Active',
+  PropertyType: 'Residential',
+  ListPrice: 100_000 + n,
+  UnparsedAddress: `${n} Main St`,
+  City: 'Austin',
+  StateOrProvince: 'TX',
+  PostalCode: '78701',
+  Country: 'US',
+  BedroomsTotal: 3,
+  ...extra,
+});
+
+describe('feed sync from a RESO Web API source (listings service, embedded adapters)', () => {
+  let h: ListingsHarness;
+  let source: ResoTestSource;
+  const call: ListingsHarness['call'] = (...args) => h.call(...args);
+
+  beforeEach(async () => {
+    h = await ListingsHarness.start();
+    source = await new ResoTestSource().start();
+  });
+  afterEach(async () => {
+    await h.close();
+    await source.close();
+  });
+
+  const createFeed = async (extra: Record<string, unknown> = {}) => {
+    const res = await call(alice, 'POST', '/v1/feeds', {
+      name: 'Test MLS',
+      serviceRoot: source.url,
+      auth: { type: 'bearer', token: 'source-token' },
+      originatingSystemName: 'test-mls',
+      budget: { requestsPerSecond: 100 },
+      pageSize: 3,
+      ...extra,
+    });
+    expect(res.statusCode).toBe(201);
+    return res.json() as { id: string };
+  };
+  const run = async (feedId: string, query = ''): Promise<Job> => {
+    const res = await call(alice, 'POST', `/v1/feeds/${feedId}/runs${query}`);
+    expect(res.statusCode).toBe(202);
+    const jobId = (res.json() as Job).id;
+    return eventually(
+      async () => {
+        const job = (await call(alice, 'GET', `/v1/jobs/${jobId}`)).json() as Job;
+        if (!FINAL.includes(job.state)) throw new Error(`run still ${job.state}`);
+        return job;
+      },
+      { timeoutMs: 20_000, intervalMs: 20 },
+    );
+  };
+  const synced = async () => {
+    await h.runtime.relay.flush();
+    const res = await call(alice, 'GET', '/v1/listings?limit=100');
+    return (
+      res.json() as {
+        items: Array<{ externalId: string; source: string; pricing: { listPrice: number }; version: number }>;
+      }
+    ).items;
+  };
+
+  it('keeps secrets out of answers, refuses other accounts and agents, and takes merge patches', async () => {
+    const feed = await createFeed();
+    const got = await call(alice, 'GET', `/v1/feeds/${feed.id}`);
+    expect(got.statusCode).toBe(200);
+    expect(got.body).not.toContain('source-token');
+    expect(got.json()).toMatchObject({ auth: { type: 'bearer' }, originatingSystemName: 'test-mls', cursor: null });
+    expect((await call(bob, 'GET', `/v1/feeds/${feed.id}`)).statusCode).toBe(404);
+    expect((await call(bob, 'POST', `/v1/feeds/${feed.id}/runs`)).statusCode).toBe(404);
+    const patched = await call(alice, 'PATCH', `/v1/feeds/${feed.id}`, { enabled: false });
+    expect(patched.json()).toMatchObject({ enabled: false, version: 2 });
+    expect((await call(alice, 'POST', `/v1/feeds/${feed.id}/runs`)).json()).toMatchObject({ code: 'feed_disabled' });
+    expect((await call(alice, 'GET', '/v1/feeds')).json()).toMatchObject({ total: 1 });
+    expect((await call(alice, 'DELETE', `/v1/feeds/${feed.id}`)).json()).toEqual({ id: feed.id, deleted: true });
+    expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).statusCode).toBe(404);
+  });
+
+  it('walks the whole feed, records on a timestamp tie across pages included, through expiring nextLinks and 429s', async () => {
+    // Ten records, pages of three: records 2..5 share one timestamp across the first page boundary.
+    source.put(
+      ...[0, 1].map((n) => record(n, n)),
+      ...[2, 3, 4, 5].map((n) => record(n, 10)),
+      ...[6, 7, 8, 9].map((n) => record(n, 20 + n)),
+    );
+    source.faults = { nextLinksValidFor: 1, tooManyRequests: 2 };
+    const feed = await createFeed();
+    const job = await run(feed.id);
+    expect(job).toMatchObject({ type: 'feed_sync', feedId: feed.id, state: 'succeeded' });
+    expect(job.ledger).toMatchObject({ fetched: 10, created: 10, updated: 0, unchanged: 0, failed: 0, retries: 2 });
+    expect(job.ledger!.restarts).toBeGreaterThan(0);
+    expect(job.ledger!.cursorAfter).toEqual({
+      modificationTimestamp: record(9, 29).ModificationTimestamp,
+      listingKey: 'K0009',
+    });
+    const listings = await synced();
+    expect(listings.map((l) => l.externalId).sort()).toEqual([...Array(10).keys()].map((n) => record(n, 0).ListingKey));
+    expect(listings.every((l) => l.source === 'test-mls')).toBe(true);
+    expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().cursor).toEqual(job.ledger!.cursorAfter);
+  });
+
+  it('later runs take changes since the cursor with an overlap, write only what changed, and report bad records', async () => {
+    source.put(record(1, 1), record(2, 2), record(3, 3));
+    const feed = await createFeed();
+    await run(feed.id);
+    const before = await synced();
+    source.put(record(2, 100, { ListPrice: 250_000 }), record(4, 101, { ListPrice: -5 }), record(5, 102));
+    // Seen again inside the overlap window, unchanged: not written.
+    source.put(record(3, 3));
+    const dry = await run(feed.id, '?dryRun=true');
+    expect(dry.ledger).toMatchObject({ dryRun: true, created: 1, updated: 1, failed: 1 });
+    expect(dry.ledger!.preview).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ listingKey: 'K0002', action: 'update', fields: ['pricing.listPrice'] }),
+      ]),
+    );
+    expect(await synced()).toEqual(before);
+    const job = await run(feed.id);
+    expect(job.state).toBe('partially_failed');
+    expect(job.ledger).toMatchObject({ created: 1, updated: 1, failed: 1 });
+    expect(job.errors).toEqual([expect.objectContaining({ externalId: 'K0004', path: 'pricing.listPrice' })]);
+    const after = await synced();
+    const byKey = new Map(after.map((l) => [l.externalId, l]));
+    expect(byKey.get('K0002')).toMatchObject({ pricing: { listPrice: 250_000 }, version: 2 });
+    expect(byKey.get('K0001')!.version).toBe(1);
+    expect(byKey.get('K0003')!.version).toBe(1);
+    const again = await run(feed.id);
+    expect(again.ledger).toMatchObject({ created: 0, updated: 0, failed: 1 });
+  });
+
+  it('a feed that suddenly answers nothing changes nothing, and a failing source fails the run with the cursor kept', async () => {
+    source.put(record(1, 1), record(2, 2));
+    const feed = await createFeed();
+    const first = await run(feed.id);
+    source.faults = { empty: true };
+    const empty = await run(feed.id);
+    expect(empty).toMatchObject({ state: 'succeeded', ledger: { fetched: 0, cursorAfter: first.ledger!.cursorAfter } });
+    expect(await synced()).toHaveLength(2);
+    source.faults = { unavailable: 100 };
+    const failed = await run(feed.id);
+    expect(failed.state).toBe('failed');
+    expect(failed.ledger!.stopReason).toMatch(/503/);
+    expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().cursor).toEqual(first.ledger!.cursorAfter);
+  });
+});
