@@ -35,6 +35,21 @@ describe('answers a fuzzer looks for', () => {
     expect((await product.app.inject({ method: 'GET', url: '/v1/nowhere', headers: auth })).statusCode).toBe(404);
   });
 
+  it('counts a keyed 405 against the key and says so in the RateLimit headers, as every keyed answer does', async () => {
+    const first = await product.app.inject({ method: 'PUT', url: '/v1/listings', headers: auth, payload: 'x' });
+    const second = await product.app.inject({ method: 'PUT', url: '/v1/listings', headers: auth, payload: 'x' });
+    for (const res of [first, second]) {
+      expect(res.statusCode).toBe(405);
+      expect(res.headers['ratelimit-limit']).toBe('1000');
+      expect(res.headers['ratelimit-reset']).toEqual(expect.any(String));
+    }
+    expect(Number(second.headers['ratelimit-remaining'])).toBe(Number(first.headers['ratelimit-remaining']) - 1);
+    // Without a key, the client address's limit.
+    const anonymous = await product.app.inject({ method: 'PUT', url: '/v1/listings', payload: 'x' });
+    expect(anonymous.statusCode).toBe(405);
+    expect(anonymous.headers['ratelimit-limit']).toEqual(expect.any(String));
+  });
+
   it('validates over-long path ids (422 problem+json) instead of the router refusing them', async () => {
     const res = await product.app.inject({ url: `/v1/listings/${'x'.repeat(300)}`, headers: auth });
     expect(res.statusCode).toBe(422);

@@ -74,9 +74,20 @@ describe('the OpenAPI document at /openapi.json', () => {
         expect([where, op.requestBody.content['application/json'].example]).toEqual([where, expect.anything()]);
     }
     const byId = Object.fromEntries(ops.map(([, , op]) => [op.operationId, op]));
-    const refs = (op: Json) => (op.parameters ?? []).map((p: Json) => p.$ref ?? p.name);
-    expect(refs(byId.createListing)).toContain('#/components/parameters/IdempotencyKey');
-    expect(refs(byId.updateListing)).toContain('#/components/parameters/IfMatch');
+    // The headers an operation reads are among its own parameters, not behind a reference.
+    const headers = (op: Json) => (op.parameters ?? []).filter((p: Json) => p.in === 'header').map((p: Json) => p.name);
+    for (const [method, path, op] of ops)
+      if (method === 'post' && path.startsWith('/v1/'))
+        expect([`POST ${path}`, headers(op)]).toEqual([`POST ${path}`, expect.arrayContaining(['Idempotency-Key'])]);
+    expect(byId.createListing.parameters).toContainEqual(
+      expect.objectContaining({
+        name: 'Idempotency-Key',
+        in: 'header',
+        schema: expect.objectContaining({ type: 'string' }),
+      }),
+    );
+    expect(headers(byId.updateListing)).toContain('If-Match');
+    expect(headers(byId.deleteListing)).toContain('If-Match');
     expect(byId.updateListing.responses['200'].headers.ETag).toBeDefined();
     expect(byId.createListing.responses['201'].headers.Location).toBeDefined();
     expect(byId.bulkUpsertListings.responses['202'].headers.Location).toBeDefined();

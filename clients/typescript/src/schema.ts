@@ -1785,18 +1785,7 @@ export interface components {
         };
     };
     responses: never;
-    parameters: {
-        /**
-         * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
-         * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
-         */
-        IdempotencyKey: string;
-        /**
-         * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
-         * @example "3"
-         */
-        IfMatch: string;
-    };
+    parameters: never;
     requestBodies: never;
     headers: {
         /** @description The request id (the one sent, when sane); error bodies carry it as `requestId`, logs as `requestId`. */
@@ -1960,7 +1949,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2280,7 +2269,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2783,7 +2772,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3173,7 +3162,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -3340,7 +3329,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -3551,7 +3540,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4066,7 +4055,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -4652,7 +4641,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -4846,7 +4835,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -5307,7 +5296,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5687,7 +5676,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -5898,7 +5887,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -6225,7 +6214,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -6579,7 +6568,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6943,7 +6932,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -7110,7 +7099,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -7477,7 +7466,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7845,7 +7834,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -8012,7 +8001,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -8373,7 +8362,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8573,7 +8562,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8914,7 +8903,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9281,7 +9270,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9642,7 +9631,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -9809,7 +9798,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -10014,7 +10003,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -10178,7 +10167,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -10506,7 +10495,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;

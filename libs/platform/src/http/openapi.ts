@@ -97,6 +97,11 @@ const HEADERS: Json = {
   Location: { description: 'Where the created resource (or the job) lives.', schema: { type: 'string' } },
 };
 
+/**
+ * The request headers the conventions read, written out in every operation that reads them (not as
+ * `#/components/parameters` references: readers that look for an operation's headers in its own `parameters` then
+ * find them too).
+ */
 const PARAMETERS: Json = {
   IdempotencyKey: {
     name: 'Idempotency-Key',
@@ -266,10 +271,10 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
 
   const params: Json[] = op.parameters ?? [];
   const success = successSchema(doc, op);
-  if (keyed && method === 'post') params.push(ref('parameters', 'IdempotencyKey'));
+  if (keyed && method === 'post') params.push(structuredClone(PARAMETERS.IdempotencyKey));
   const versionedItem = isVersioned(successSchema(doc, item.get ?? {}));
   if (keyed && ((['patch', 'put'].includes(method) && isVersioned(success)) || (method === 'delete' && versionedItem)))
-    params.push(ref('parameters', 'IfMatch'));
+    params.push(structuredClone(PARAMETERS.IfMatch));
   if (params.length) op.parameters = params;
 
   const body = op.requestBody?.content;
@@ -363,7 +368,6 @@ export function finishOpenApi(doc: Json, options: OpenApiFinish = {}): Json {
   doc.components ??= {};
   doc.components.schemas ??= {};
   oneSchemaPerType(doc);
-  doc.components.parameters = { ...doc.components.parameters, ...PARAMETERS };
   doc.components.headers = { ...doc.components.headers, ...HEADERS };
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {}))
     for (const method of METHODS) if (item[method]) finishOperation(doc, path, method, item[method], item);

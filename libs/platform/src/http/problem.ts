@@ -117,18 +117,36 @@ function patternOf(url: string): RegExp {
   return new RegExp(`^${body}/?$`);
 }
 
+type EarlyCheck = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+const kEarlyChecks = Symbol('earlyChecks');
+
+/**
+ * Runs `check` on every request before the unsupported-method check, so that an answer of that check is treated
+ * like every other: the gateway counts the request against its rate limit there, and a 405 to a keyed call carries
+ * the `RateLimit-*` headers. Checks run in the order they were added.
+ */
+export function addEarlyCheck(app: FastifyInstance, check: EarlyCheck): void {
+  (app as unknown as Record<symbol, EarlyCheck[]>)[kEarlyChecks].push(check);
+}
+
 /**
  * A path that exists with other methods answers 405 with `Allow` (RFC 9110), before anything else reads the
- * request: an unknown method must not reach body parsing or authentication.
+ * request (only the early checks run first): an unknown method must not reach body parsing or authentication.
  */
 function answerUnsupportedMethods(app: FastifyInstance): void {
+  const early: EarlyCheck[] = [];
+  app.decorate(kEarlyChecks, early);
   const routes: { pattern: RegExp; params: number; methods: string[] }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
     const params = route.url.split('/').filter((p) => p.startsWith(':') || p === '*').length;
     routes.push({ pattern: patternOf(route.url), params, methods });
   });
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
+    for (const check of early) {
+      await check(request, reply);
+      if (reply.sent) return;
+    }
     if (!request.is404) return;
     const path = request.url.split('?')[0];
     // The resource is the most specific pattern that matches (`/v1/listings/bulk` rather than `/v1/listings/:id`).
