@@ -62,9 +62,38 @@ function fromFastifyError(err: FastifyError): AppError {
   });
 }
 
+/** Most of a refused body read and dropped before its answer; a larger one is answered at once and cut off. */
+export const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads and drops what is left of a request body the answer does not need (a body refused as too large, or any
+ * error answered while the client still sends). The answer then closes a connection with nothing unread in it, so
+ * the client receives it; closing on unread bytes resets the connection and the client sees EPIPE or ECONNRESET
+ * instead. A body announced or found larger than {@link DRAIN_MAX_BYTES} is not waited for; slow clients are cut
+ * off by the request timeout as always.
+ */
+export function drainBody(request: FastifyRequest): Promise<void> {
+  const raw = request.raw;
+  if (raw.complete || raw.readableEnded || raw.destroyed) return Promise.resolve();
+  if (Number(raw.headers['content-length']) > DRAIN_MAX_BYTES) return Promise.resolve();
+  return new Promise((resolve) => {
+    let read = 0;
+    const onData = (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > DRAIN_MAX_BYTES) done();
+    };
+    const done = () => {
+      raw.off('data', onData).off('end', done).off('close', done).off('error', done);
+      resolve();
+    };
+    raw.on('data', onData).once('end', done).once('close', done).once('error', done);
+    raw.resume();
+  });
+}
+
 /** The one error handler: every failure leaves as problem+json; 5xx never show internals. */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     let appError: AppError;
     if (err instanceof AppError) {
       appError = err;
@@ -99,6 +128,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       request.log.warn({ code: appError.code, reason: cause?.message ?? appError.detail }, appError.detail);
     } else if (appError.status >= 500) request.log.error({ err: appError.extra.cause ?? err }, 'request failed');
     else request.log.info({ code: appError.code, status: appError.status }, redactKeys(appError.detail));
+    await drainBody(request);
     return sendProblem(reply, appError);
   });
 
