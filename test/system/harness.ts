@@ -203,8 +203,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     for (const name of SERVICES) {
       for (let i = 0; i < replicas[name]; i++) {
         const env: Record<string, string> = { ...common, MONGODB_DATABASE: database(name) };
-        // Media asks listings about a listing whose event has not reached it yet.
-        const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
+        // Media and leads ask listings about a listing whose event has not reached them yet.
+        const listings = (name === 'media' || name === 'leads') && replicas.listings > 0 ? instances('listings') : [];
         if (listings.length > 0) env.LISTINGS_URL = listings[i % listings.length].url;
         // The webhooks service reads leads and media from their services (their first replica).
         if (name === 'webhooks') {
