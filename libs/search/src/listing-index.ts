@@ -91,6 +91,14 @@ export interface ListingSearchResult {
 
 export const FACET_SIZE = 50;
 
+export interface IndexWrite {
+  /**
+   * Resolve only once searches see the change (read-your-writes for the client that made it): Elasticsearch
+   * refreshes the shard with the write; the other adapters show every change at once anyway.
+   */
+  visible?: boolean;
+}
+
 export interface ListingIndex {
   readonly kind: 'elasticsearch' | 'sqlite' | 'memory';
   /**
@@ -107,9 +115,9 @@ export interface ListingIndex {
    */
   open(): Promise<{ created: boolean }>;
   /** Applies each listing unless the index already holds that version or a newer one (or a newer deletion). */
-  upsert(listings: readonly IndexedListing[]): Promise<void>;
+  upsert(listings: readonly IndexedListing[], options?: IndexWrite): Promise<void>;
   /** Removes listings, remembering the deletion's version so that an older upsert arriving late is refused. */
-  remove(removals: readonly ListingRemoval[]): Promise<void>;
+  remove(removals: readonly ListingRemoval[], options?: IndexWrite): Promise<void>;
   search(search: ListingSearch): Promise<ListingSearchResult>;
   /** Makes every accepted change visible to searches at once (tests, reindexing). */
   refresh(): Promise<void>;

@@ -61,8 +61,13 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   relay.watch(LISTINGS_COLLECTION, listings.collection);
   relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
 
-  const inline = deps.transaction && deps.indexInStore ? { index, transaction: deps.transaction } : undefined;
-  const service = new ListingsService({ listings, outbox: relay, clock, inline });
+  const service = new ListingsService({
+    listings,
+    outbox: relay,
+    clock,
+    log,
+    search: { index, transaction: deps.indexInStore ? deps.transaction : undefined },
+  });
   const search = new SearchService({ index });
   const reindex = new ReindexService({ listings, index });
   const upserts = new ListingUpsertService({ writes: service, listings });

@@ -1,4 +1,11 @@
-import type { IndexedListing, ListingIndex, ListingRemoval, ListingSearch, ListingSearchResult } from '@estate/search';
+import type {
+  IndexedListing,
+  IndexWrite,
+  ListingIndex,
+  ListingRemoval,
+  ListingSearch,
+  ListingSearchResult,
+} from '@estate/search';
 
 /**
  * The listings search index, whichever adapter serves it. Versions make every write idempotent:
@@ -21,12 +28,12 @@ export class ListingIndexRepository {
     return this.index.open();
   }
 
-  upsert(listings: readonly IndexedListing[]): Promise<void> {
-    return this.index.upsert(listings);
+  upsert(listings: readonly IndexedListing[], options?: IndexWrite): Promise<void> {
+    return this.index.upsert(listings, options);
   }
 
-  remove(removals: readonly ListingRemoval[]): Promise<void> {
-    return this.index.remove(removals);
+  remove(removals: readonly ListingRemoval[], options?: IndexWrite): Promise<void> {
+    return this.index.remove(removals, options);
   }
 
   search(search: ListingSearch): Promise<ListingSearchResult> {
