@@ -99,6 +99,42 @@ describe('the OpenAPI document at /openapi.json', () => {
     expect(doc.servers).toEqual([expect.objectContaining({ url: 'https://api.brokerage.test' })]);
   });
 
+  it('says the cross-field rules of request bodies, as the API checks them', () => {
+    const schemas = doc.components.schemas;
+    const option = (name: string, where: (o: Json) => boolean) =>
+      (schemas[name].oneOf ?? schemas[name].anyOf).find(where);
+    // agentId with role agent only.
+    expect(option('ApiKeyCreate', (o) => o.properties.role.const === 'agent').required).toContain('agentId');
+    expect(option('ApiKeyCreate', (o) => o.properties.role.enum).properties.agentId).toEqual({ not: {} });
+    // customType with type custom only.
+    expect(option('ActivityCreate', (o) => o.properties.type.const === 'custom').required).toContain('customType');
+    expect(option('ActivityCreate', (o) => o.properties.type.enum).properties.customType).toEqual({ not: {} });
+    // weights with strategy weighted only; an agent at least with specific_agent.
+    expect(option('RoutingRuleCreate', (o) => o.properties.strategy.const === 'specific_agent')).toMatchObject({
+      properties: { agentIds: { minItems: 1 }, weights: { not: {} } },
+      required: expect.arrayContaining(['agentIds']),
+    });
+    // At least one scoring weight above 0: one option per signal.
+    const weights = schemas.ScoringConfigPut.properties.weights.anyOf as Json[];
+    expect(weights.map((w) => Object.keys(w.properties).filter((k) => 'exclusiveMinimum' in w.properties[k]))).toEqual([
+      ['contact'],
+      ['source'],
+      ['engagement'],
+      ['recency'],
+      ['interest'],
+    ]);
+    // An email or a phone; externalId with source; ["*"] alone.
+    expect((schemas.LeadCapture.anyOf as Json[]).map((o) => o.required)).toEqual([
+      expect.arrayContaining(['email']),
+      expect.arrayContaining(['phone']),
+    ]);
+    expect(schemas.ListingCreate.dependentRequired).toEqual({ externalId: ['source'], source: ['externalId'] });
+    expect(schemas.WebhookCreate.properties.events.anyOf).toEqual([
+      expect.objectContaining({ type: 'array', minItems: 1 }),
+      expect.objectContaining({ prefixItems: [{ type: 'string', const: '*' }] }),
+    ]);
+  });
+
   it("passes Redocly's recommended rules with no error and no warning", async () => {
     const file = join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(doc));

@@ -601,13 +601,28 @@ export interface components {
          *     }
          */
         ActivityCreate: {
+            /** @constant */
+            type: "custom";
+            /** @description What kind of custom activity this is */
+            customType: string;
+            /**
+             * Format: date-time
+             * @description When it happened (default now); the timeline is ordered by it
+             */
+            occurredAt?: string;
+            summary?: string;
+            /** @description Any JSON object, at most 16 KB */
+            data?: {
+                [key: string]: unknown;
+            };
+            listingId?: string;
+        } | {
             /**
              * @description The system records `status_change`, `assignment`, `score_change` and `inquiry` itself
              * @enum {string}
              */
-            type: "email" | "call" | "property_view" | "form_submission" | "note" | "custom";
-            /** @description Required with type `custom`, not allowed otherwise */
-            customType?: string;
+            type: "email" | "call" | "property_view" | "form_submission" | "note";
+            customType?: unknown;
             /**
              * Format: date-time
              * @description When it happened (default now); the timeline is ordered by it
@@ -663,9 +678,12 @@ export interface components {
          */
         AgentCreate: {
             name: string;
-            /** Format: email */
+            /** @description An email address */
             email: string;
-            /** @description Any common notation; stored in E.164 */
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
             phone?: string;
             /** @description Inactive agents are never routed to. Default: `true`. */
             active?: boolean;
@@ -687,7 +705,7 @@ export interface components {
          */
         AgentPatch: {
             name?: string;
-            /** Format: email */
+            /** @description An email address */
             email?: string;
             phone?: string | null;
             active?: boolean | null;
@@ -712,10 +730,15 @@ export interface components {
          */
         ApiKeyCreate: {
             name: string;
+            /** @constant */
+            role: "agent";
+            /** @description The agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key */
+            agentId: string;
+        } | {
+            name: string;
             /** @enum {string} */
-            role: "admin" | "agent" | "integration";
-            /** @description Required for role `agent`: the agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key */
-            agentId?: string;
+            role: "admin" | "integration";
+            agentId?: unknown;
         };
         ApiKeyList: {
             items: components["schemas"]["ApiKey"][];
@@ -892,10 +915,33 @@ export interface components {
          */
         LeadCapture: {
             name: string;
-            /** Format: email */
-            email?: string;
-            /** @description Any common notation; stored in E.164 */
+            /** @description An email address */
+            email: string;
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
             phone?: string;
+            /** @description Free text such as "Zillow" or "Open house"; stored as a lowercase slug (`zillow`, `open-house`). Default `unknown` */
+            source?: string;
+            /** @description What the person asked; becomes the summary of the inquiry on the timeline */
+            message?: string;
+            propertyInterests?: {
+                listingId: string;
+                note?: string;
+            }[];
+            tags?: string[];
+            /** @description Route the lead to an agent right away (a duplicate already assigned keeps its agent) */
+            autoRoute?: boolean;
+        } | {
+            name: string;
+            /** @description An email address */
+            email?: string;
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
+            phone: string;
             /** @description Free text such as "Zillow" or "Open house"; stored as a lowercase slug (`zillow`, `open-house`). Default `unknown` */
             source?: string;
             /** @description What the person asked; becomes the summary of the inquiry on the timeline */
@@ -1393,11 +1439,16 @@ export interface components {
          *     }
          */
         RoutingPreviewBody: {
-            leadId?: string;
+            /** @description An existing lead, alone */
+            leadId: string;
+        } | {
             name?: string;
-            /** Format: email */
+            /** @description An email address */
             email?: string;
-            /** @description Any common notation; stored in E.164 */
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
             phone?: string;
             /** @description Free text such as "Zillow" or "Open house"; stored as a lowercase slug (`zillow`, `open-house`). Default `unknown` */
             source?: string;
@@ -1470,14 +1521,64 @@ export interface components {
                 cities?: string[];
                 minScore?: number;
             };
-            /** @enum {string} */
-            strategy: "round_robin" | "weighted" | "least_loaded" | "specific_agent";
             /** @description Candidate agents, in order; empty: the agents whose areas cover the lead's property. Default: `[]`. */
             agentIds?: string[];
+            /** @constant */
+            strategy: "weighted";
             /** @description Strategy `weighted`: share of each agent (default 1, 0 never) */
             weights?: {
                 [key: string]: number;
             };
+        } | {
+            name: string;
+            /** @description Lower runs first */
+            priority: number;
+            /** @description Default: `true`. */
+            enabled?: boolean;
+            /** @description All given conditions must hold; none given matches every lead. Default: `{}`. */
+            conditions?: {
+                /** @description Lead sources (compared as slugs) */
+                sources?: string[];
+                /** @description Of the lead's first property interest */
+                propertyTypes?: ("residential" | "residential_income" | "residential_lease" | "land" | "farm" | "commercial_sale" | "commercial_lease" | "business_opportunity" | "manufactured_in_park")[];
+                /** @description List price of the first property interest, inclusive */
+                minPrice?: number;
+                maxPrice?: number;
+                /** @description The first interest's postal code is one of these, or its city one of `cities` */
+                postalCodes?: string[];
+                cities?: string[];
+                minScore?: number;
+            };
+            /** @description The agents the lead goes to, in order */
+            agentIds: string[];
+            /** @constant */
+            strategy: "specific_agent";
+            weights?: unknown;
+        } | {
+            name: string;
+            /** @description Lower runs first */
+            priority: number;
+            /** @description Default: `true`. */
+            enabled?: boolean;
+            /** @description All given conditions must hold; none given matches every lead. Default: `{}`. */
+            conditions?: {
+                /** @description Lead sources (compared as slugs) */
+                sources?: string[];
+                /** @description Of the lead's first property interest */
+                propertyTypes?: ("residential" | "residential_income" | "residential_lease" | "land" | "farm" | "commercial_sale" | "commercial_lease" | "business_opportunity" | "manufactured_in_park")[];
+                /** @description List price of the first property interest, inclusive */
+                minPrice?: number;
+                maxPrice?: number;
+                /** @description The first interest's postal code is one of these, or its city one of `cities` */
+                postalCodes?: string[];
+                cities?: string[];
+                minScore?: number;
+            };
+            /** @description Candidate agents, in order; empty: the agents whose areas cover the lead's property. Default: `[]`. */
+            agentIds?: string[];
+            /** @enum {string} */
+            strategy: "round_robin" | "least_loaded";
+            weights?: unknown;
         };
         RoutingRulePage: {
             items: components["schemas"]["RoutingRule"][];
@@ -1640,8 +1741,32 @@ export interface components {
          *     }
          */
         ScoringConfigPut: {
-            /** @description Relative weight of each signal (scaled so that all of them together make 100) */
+            /** @description Relative weight of each signal, at least one above 0 (scaled so that all of them together make 100) */
             weights: {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
                 contact: number;
                 source: number;
                 engagement: number;
@@ -1678,10 +1803,7 @@ export interface components {
         VirtualTourCreate: {
             /** @constant */
             type: "virtual_tour";
-            /**
-             * Format: uri
-             * @description An https URL
-             */
+            /** @description An https URL of a domain name */
             url: string;
             /** @description Free text, up to 1000 characters; empty means none */
             caption?: string;
@@ -1718,8 +1840,10 @@ export interface components {
              * @description https only; private, loopback and link-local targets are refused
              */
             url: string;
-            /** @description Event types to receive, or `["*"]` for all */
-            events: (("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created") | "*")[];
+            /** @description Event types to receive, or `["*"]` (alone) for all */
+            events: ("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created")[] | [
+                "*"
+            ];
             description?: string;
             /** @description Default: `true`. */
             enabled?: boolean;
@@ -1760,8 +1884,10 @@ export interface components {
         WebhookPatch: {
             /** Format: uri */
             url?: string;
-            /** @description Event types to receive, or `["*"]` for all */
-            events?: (("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created") | "*")[];
+            /** @description Event types to receive, or `["*"]` (alone) for all */
+            events?: ("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created")[] | [
+                "*"
+            ];
             description?: string | null;
             enabled?: boolean;
         };
@@ -5329,7 +5455,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5343,8 +5468,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    ETag: components["headers"]["ETag"];
-                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {

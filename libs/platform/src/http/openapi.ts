@@ -252,7 +252,9 @@ function resolve(doc: Json, schema: Json | undefined): Json | undefined {
   let s = schema;
   for (let i = 0; s && i < 10; i++) {
     if (s.$ref) s = doc.components.schemas[String(s.$ref).split('/').pop()!];
-    else if (s.anyOf) s = (s.anyOf as Json[]).find((x) => x.type !== 'null');
+    // A nullable schema (`anyOf` with null); a union of alternatives is a schema of its own (its examples are there).
+    else if (s.anyOf && (s.anyOf as Json[]).some((x) => x.type === 'null'))
+      s = (s.anyOf as Json[]).find((x) => x.type !== 'null');
     else break;
   }
   return s;

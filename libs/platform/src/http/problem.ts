@@ -103,6 +103,7 @@ export function installErrorHandling(app: FastifyInstance): void {
         path: v.instancePath.split('/').filter(Boolean),
         message: v.message ?? 'is invalid',
         keys: (v.params as { keys?: string[] }).keys,
+        errors: (v.params as { errors?: Array<Array<{ code: string; path: PropertyKey[]; message: string }>> }).errors,
       }));
       const where =
         err.validationContext === 'body'
