@@ -226,8 +226,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       // replica listens on a port chosen before either starts.
       if (name === 'listings' && mediaPort) env.MEDIA_URL = `http://127.0.0.1:${mediaPort}`;
       if (name === 'media' && i === 0 && mediaPort) env.PORT = mediaPort;
-      // Media asks listings about a listing whose event has not reached it yet.
-      const listings = name === 'media' && replicas.listings > 0 ? instances('listings') : [];
+      // Media and leads ask listings about a listing whose event has not reached them yet.
+      const listings = (name === 'media' || name === 'leads') && replicas.listings > 0 ? instances('listings') : [];
       if (listings.length > 0) env.LISTINGS_URL = listings[i % listings.length].url;
       // The webhooks service reads leads and media from their services (their first replica).
       if (name === 'webhooks') {
@@ -238,10 +238,11 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     }
   };
   try {
-    // Each process once the addresses it is given are known: media needs listings', webhooks leads' and media's.
+    // Each process once the addresses it is given are known: media and leads need listings', webhooks leads' and
+    // media's.
     launchReplicas('listings');
-    launchReplicas('leads');
     await listening('listings');
+    launchReplicas('leads');
     launchReplicas('media');
     await Promise.all([listening('leads'), listening('media')]);
     launchReplicas('webhooks');

@@ -65,6 +65,11 @@ describeWithEngines(
       });
       expect(first.status).toBe(201);
       expect(first.headers.get('etag')).toBe('"1"');
+      // Captured right after the listing was created: leads asks listings rather than wait for the event.
+      expect(first.body.propertyInterests[0].listing).toMatchObject({
+        id: listing.body.id,
+        price: { listPrice: 615000 },
+      });
       const again = await api(admin, 1)('POST', '/v1/leads', {
         name: 'Dana',
         phone: '+1 512 555 0150',

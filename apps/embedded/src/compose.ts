@@ -95,6 +95,17 @@ export async function composeEmbedded(
     store: stores.leads,
     bus,
     log,
+    // A listing a capture names before its event reached leads is read directly (over HTTP when distributed).
+    listings: {
+      find: async (who, listingId) => {
+        try {
+          return await listings.service.get(who, listingId);
+        } catch (err) {
+          if (err instanceof AppError && (err.code === 'listing_not_found' || err.code === 'forbidden')) return null;
+          throw err;
+        }
+      },
+    },
     transaction: (fn) => stores.leads.transaction(fn),
   });
   const webhooks = await composeWebhooks({

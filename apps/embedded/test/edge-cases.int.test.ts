@@ -1,9 +1,12 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { EmbeddedProduct } from '../src/compose';
 import { startEmbedded } from './harness';
 
+const run = promisify(execFile);
 const ADMIN = 'ek_edge_cases_admin_0123456789abcdefghijk';
 
 describe('answers a fuzzer looks for', () => {
@@ -35,6 +38,21 @@ describe('answers a fuzzer looks for', () => {
     expect((await product.app.inject({ method: 'GET', url: '/v1/nowhere', headers: auth })).statusCode).toBe(404);
   });
 
+  it('counts a keyed 405 against the key and says so in the RateLimit headers, as every keyed answer does', async () => {
+    const first = await product.app.inject({ method: 'PUT', url: '/v1/listings', headers: auth, payload: 'x' });
+    const second = await product.app.inject({ method: 'PUT', url: '/v1/listings', headers: auth, payload: 'x' });
+    for (const res of [first, second]) {
+      expect(res.statusCode).toBe(405);
+      expect(res.headers['ratelimit-limit']).toBe('1000');
+      expect(res.headers['ratelimit-reset']).toEqual(expect.any(String));
+    }
+    expect(Number(second.headers['ratelimit-remaining'])).toBe(Number(first.headers['ratelimit-remaining']) - 1);
+    // Without a key, the client address's limit.
+    const anonymous = await product.app.inject({ method: 'PUT', url: '/v1/listings', payload: 'x' });
+    expect(anonymous.statusCode).toBe(405);
+    expect(anonymous.headers['ratelimit-limit']).toEqual(expect.any(String));
+  });
+
   it('validates over-long path ids (422 problem+json) instead of the router refusing them', async () => {
     const res = await product.app.inject({ url: `/v1/listings/${'x'.repeat(300)}`, headers: auth });
     expect(res.statusCode).toBe(422);
@@ -50,6 +68,53 @@ describe('answers a fuzzer looks for', () => {
     });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'malformed_request' });
+  });
+});
+
+/**
+ * A client process that writes the whole body before it reads the answer, as many HTTP clients do: POSTs a 12 MB
+ * JSON body and prints the answer, or the error its connection ended with (EPIPE or ECONNRESET when the server
+ * closed it on unread bytes).
+ */
+const POST_12_MB = `
+const http = require('node:http');
+const [url, key] = process.argv.slice(1);
+const body = Buffer.from(JSON.stringify({ propertyDetails: { description: 'x'.repeat(12 * 1024 * 1024) } }));
+const out = {};
+const req = http.request(url, { method: 'POST', headers: { authorization: 'Bearer ' + key,
+  'content-type': 'application/json', 'content-length': body.length } }, (res) => {
+  let text = '';
+  res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => {
+    Object.assign(out, { status: res.statusCode, contentType: res.headers['content-type'],
+      requestId: res.headers['x-request-id'], body: text });
+  });
+});
+req.on('error', (err) => (out.error = err.code));
+req.on('close', () => setImmediate(() => console.log(JSON.stringify(out))));
+req.end(body);
+`;
+
+describe('bodies over the limit, sent by a real HTTP client', () => {
+  it('answers a 12 MB JSON body 413 problem+json that the client receives (no reset), and stores nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-413-'));
+    const product = await startEmbedded(dir, { adminApiKey: ADMIN });
+    try {
+      await product.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = product.app.server.address() as import('node:net').AddressInfo;
+      const base = `http://127.0.0.1:${port}`;
+      const headers = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
+      // The client is another process, as it would be: in this one, its writes and the server's close take turns.
+      const { stdout } = await run(process.execPath, ['-e', POST_12_MB, `${base}/v1/listings`, ADMIN]);
+      const answer = JSON.parse(stdout) as { status: number; contentType: string; requestId: string; body: string };
+      expect(answer).toEqual(expect.objectContaining({ status: 413, contentType: 'application/problem+json' }));
+      expect(answer).not.toHaveProperty('error');
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 'payload_too_large', requestId: answer.requestId });
+      const listed = await fetch(`${base}/v1/listings`, { headers });
+      expect(((await listed.json()) as { total: number }).total).toBe(0);
+    } finally {
+      await product.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -74,9 +74,20 @@ describe('the OpenAPI document at /openapi.json', () => {
         expect([where, op.requestBody.content['application/json'].example]).toEqual([where, expect.anything()]);
     }
     const byId = Object.fromEntries(ops.map(([, , op]) => [op.operationId, op]));
-    const refs = (op: Json) => (op.parameters ?? []).map((p: Json) => p.$ref ?? p.name);
-    expect(refs(byId.createListing)).toContain('#/components/parameters/IdempotencyKey');
-    expect(refs(byId.updateListing)).toContain('#/components/parameters/IfMatch');
+    // The headers an operation reads are among its own parameters, not behind a reference.
+    const headers = (op: Json) => (op.parameters ?? []).filter((p: Json) => p.in === 'header').map((p: Json) => p.name);
+    for (const [method, path, op] of ops)
+      if (method === 'post' && path.startsWith('/v1/'))
+        expect([`POST ${path}`, headers(op)]).toEqual([`POST ${path}`, expect.arrayContaining(['Idempotency-Key'])]);
+    expect(byId.createListing.parameters).toContainEqual(
+      expect.objectContaining({
+        name: 'Idempotency-Key',
+        in: 'header',
+        schema: expect.objectContaining({ type: 'string' }),
+      }),
+    );
+    expect(headers(byId.updateListing)).toContain('If-Match');
+    expect(headers(byId.deleteListing)).toContain('If-Match');
     expect(byId.updateListing.responses['200'].headers.ETag).toBeDefined();
     expect(byId.createListing.responses['201'].headers.Location).toBeDefined();
     expect(byId.bulkUpsertListings.responses['202'].headers.Location).toBeDefined();
@@ -96,7 +107,7 @@ describe('the OpenAPI document at /openapi.json', () => {
     for (const [method, path, op] of operations(doc)) {
       const where = `${method.toUpperCase()} ${path}`;
       const codes = Object.keys(op.responses);
-      const ifMatch = (op.parameters ?? []).some((p: Json) => p.$ref === '#/components/parameters/IfMatch');
+      const ifMatch = (op.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'If-Match');
       if (method === 'get') {
         expect([where, codes.filter((c) => ['409', '413', '415'].includes(c))]).toEqual([where, []]);
         if (!path.includes('{')) expect([where, codes.includes('404')]).toEqual([where, false]);
@@ -108,6 +119,42 @@ describe('the OpenAPI document at /openapi.json', () => {
       expect.arrayContaining(['200', '401', '403', '404', '422', '429']),
     );
     expect(Object.keys(byId.updateListing.responses)).toEqual(expect.arrayContaining(['409', '412', '413', '415']));
+  });
+
+  it('says the cross-field rules of request bodies, as the API checks them', () => {
+    const schemas = doc.components.schemas;
+    const option = (name: string, where: (o: Json) => boolean) =>
+      (schemas[name].oneOf ?? schemas[name].anyOf).find(where);
+    // agentId with role agent only.
+    expect(option('ApiKeyCreate', (o) => o.properties.role.const === 'agent').required).toContain('agentId');
+    expect(option('ApiKeyCreate', (o) => o.properties.role.enum).properties.agentId).toEqual({ not: {} });
+    // customType with type custom only.
+    expect(option('ActivityCreate', (o) => o.properties.type.const === 'custom').required).toContain('customType');
+    expect(option('ActivityCreate', (o) => o.properties.type.enum).properties.customType).toEqual({ not: {} });
+    // weights with strategy weighted only; an agent at least with specific_agent.
+    expect(option('RoutingRuleCreate', (o) => o.properties.strategy.const === 'specific_agent')).toMatchObject({
+      properties: { agentIds: { minItems: 1 }, weights: { not: {} } },
+      required: expect.arrayContaining(['agentIds']),
+    });
+    // At least one scoring weight above 0: one option per signal.
+    const weights = schemas.ScoringConfigPut.properties.weights.anyOf as Json[];
+    expect(weights.map((w) => Object.keys(w.properties).filter((k) => 'exclusiveMinimum' in w.properties[k]))).toEqual([
+      ['contact'],
+      ['source'],
+      ['engagement'],
+      ['recency'],
+      ['interest'],
+    ]);
+    // An email or a phone; externalId with source; ["*"] alone.
+    expect((schemas.LeadCapture.anyOf as Json[]).map((o) => o.required)).toEqual([
+      expect.arrayContaining(['email']),
+      expect.arrayContaining(['phone']),
+    ]);
+    expect(schemas.ListingCreate.dependentRequired).toEqual({ externalId: ['source'], source: ['externalId'] });
+    expect(schemas.WebhookCreate.properties.events.anyOf).toEqual([
+      expect.objectContaining({ type: 'array', minItems: 1 }),
+      expect.objectContaining({ prefixItems: [{ type: 'string', const: '*' }] }),
+    ]);
   });
 
   it("passes Redocly's recommended rules with no error and no warning", async () => {

@@ -662,13 +662,28 @@ export interface components {
          *     }
          */
         ActivityCreate: {
+            /** @constant */
+            type: "custom";
+            /** @description What kind of custom activity this is */
+            customType: string;
+            /**
+             * Format: date-time
+             * @description When it happened (default now); the timeline is ordered by it
+             */
+            occurredAt?: string;
+            summary?: string;
+            /** @description Any JSON object, at most 16 KB */
+            data?: {
+                [key: string]: unknown;
+            };
+            listingId?: string;
+        } | {
             /**
              * @description The system records `status_change`, `assignment`, `score_change` and `inquiry` itself
              * @enum {string}
              */
-            type: "email" | "call" | "property_view" | "form_submission" | "note" | "custom";
-            /** @description Required with type `custom`, not allowed otherwise */
-            customType?: string;
+            type: "email" | "call" | "property_view" | "form_submission" | "note";
+            customType?: unknown;
             /**
              * Format: date-time
              * @description When it happened (default now); the timeline is ordered by it
@@ -724,9 +739,12 @@ export interface components {
          */
         AgentCreate: {
             name: string;
-            /** Format: email */
+            /** @description An email address */
             email: string;
-            /** @description Any common notation; stored in E.164 */
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
             phone?: string;
             /** @description Inactive agents are never routed to. Default: `true`. */
             active?: boolean;
@@ -748,7 +766,7 @@ export interface components {
          */
         AgentPatch: {
             name?: string;
-            /** Format: email */
+            /** @description An email address */
             email?: string;
             phone?: string | null;
             active?: boolean | null;
@@ -773,10 +791,15 @@ export interface components {
          */
         ApiKeyCreate: {
             name: string;
+            /** @constant */
+            role: "agent";
+            /** @description The agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key */
+            agentId: string;
+        } | {
+            name: string;
             /** @enum {string} */
-            role: "admin" | "agent" | "integration";
-            /** @description Required for role `agent`: the agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key */
-            agentId?: string;
+            role: "admin" | "integration";
+            agentId?: unknown;
         };
         ApiKeyList: {
             items: components["schemas"]["ApiKey"][];
@@ -1125,10 +1148,33 @@ export interface components {
          */
         LeadCapture: {
             name: string;
-            /** Format: email */
-            email?: string;
-            /** @description Any common notation; stored in E.164 */
+            /** @description An email address */
+            email: string;
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
             phone?: string;
+            /** @description Free text such as "Zillow" or "Open house"; stored as a lowercase slug (`zillow`, `open-house`). Default `unknown` */
+            source?: string;
+            /** @description What the person asked; becomes the summary of the inquiry on the timeline */
+            message?: string;
+            propertyInterests?: {
+                listingId: string;
+                note?: string;
+            }[];
+            tags?: string[];
+            /** @description Route the lead to an agent right away (a duplicate already assigned keeps its agent) */
+            autoRoute?: boolean;
+        } | {
+            name: string;
+            /** @description An email address */
+            email?: string;
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
+            phone: string;
             /** @description Free text such as "Zillow" or "Open house"; stored as a lowercase slug (`zillow`, `open-house`). Default `unknown` */
             source?: string;
             /** @description What the person asked; becomes the summary of the inquiry on the timeline */
@@ -1626,11 +1672,16 @@ export interface components {
          *     }
          */
         RoutingPreviewBody: {
-            leadId?: string;
+            /** @description An existing lead, alone */
+            leadId: string;
+        } | {
             name?: string;
-            /** Format: email */
+            /** @description An email address */
             email?: string;
-            /** @description Any common notation; stored in E.164 */
+            /**
+             * Format: phone
+             * @description Any common notation of a number that exists; stored in E.164
+             */
             phone?: string;
             /** @description Free text such as "Zillow" or "Open house"; stored as a lowercase slug (`zillow`, `open-house`). Default `unknown` */
             source?: string;
@@ -1703,14 +1754,64 @@ export interface components {
                 cities?: string[];
                 minScore?: number;
             };
-            /** @enum {string} */
-            strategy: "round_robin" | "weighted" | "least_loaded" | "specific_agent";
             /** @description Candidate agents, in order; empty: the agents whose areas cover the lead's property. Default: `[]`. */
             agentIds?: string[];
+            /** @constant */
+            strategy: "weighted";
             /** @description Strategy `weighted`: share of each agent (default 1, 0 never) */
             weights?: {
                 [key: string]: number;
             };
+        } | {
+            name: string;
+            /** @description Lower runs first */
+            priority: number;
+            /** @description Default: `true`. */
+            enabled?: boolean;
+            /** @description All given conditions must hold; none given matches every lead. Default: `{}`. */
+            conditions?: {
+                /** @description Lead sources (compared as slugs) */
+                sources?: string[];
+                /** @description Of the lead's first property interest */
+                propertyTypes?: ("residential" | "residential_income" | "residential_lease" | "land" | "farm" | "commercial_sale" | "commercial_lease" | "business_opportunity" | "manufactured_in_park")[];
+                /** @description List price of the first property interest, inclusive */
+                minPrice?: number;
+                maxPrice?: number;
+                /** @description The first interest's postal code is one of these, or its city one of `cities` */
+                postalCodes?: string[];
+                cities?: string[];
+                minScore?: number;
+            };
+            /** @description The agents the lead goes to, in order */
+            agentIds: string[];
+            /** @constant */
+            strategy: "specific_agent";
+            weights?: unknown;
+        } | {
+            name: string;
+            /** @description Lower runs first */
+            priority: number;
+            /** @description Default: `true`. */
+            enabled?: boolean;
+            /** @description All given conditions must hold; none given matches every lead. Default: `{}`. */
+            conditions?: {
+                /** @description Lead sources (compared as slugs) */
+                sources?: string[];
+                /** @description Of the lead's first property interest */
+                propertyTypes?: ("residential" | "residential_income" | "residential_lease" | "land" | "farm" | "commercial_sale" | "commercial_lease" | "business_opportunity" | "manufactured_in_park")[];
+                /** @description List price of the first property interest, inclusive */
+                minPrice?: number;
+                maxPrice?: number;
+                /** @description The first interest's postal code is one of these, or its city one of `cities` */
+                postalCodes?: string[];
+                cities?: string[];
+                minScore?: number;
+            };
+            /** @description Candidate agents, in order; empty: the agents whose areas cover the lead's property. Default: `[]`. */
+            agentIds?: string[];
+            /** @enum {string} */
+            strategy: "round_robin" | "least_loaded";
+            weights?: unknown;
         };
         RoutingRulePage: {
             items: components["schemas"]["RoutingRule"][];
@@ -1873,8 +1974,32 @@ export interface components {
          *     }
          */
         ScoringConfigPut: {
-            /** @description Relative weight of each signal (scaled so that all of them together make 100) */
+            /** @description Relative weight of each signal, at least one above 0 (scaled so that all of them together make 100) */
             weights: {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
+                contact: number;
+                source: number;
+                engagement: number;
+                recency: number;
+                interest: number;
+            } | {
                 contact: number;
                 source: number;
                 engagement: number;
@@ -1911,10 +2036,7 @@ export interface components {
         VirtualTourCreate: {
             /** @constant */
             type: "virtual_tour";
-            /**
-             * Format: uri
-             * @description An https URL
-             */
+            /** @description An https URL of a domain name */
             url: string;
             /** @description Free text, up to 1000 characters; empty means none */
             caption?: string;
@@ -1962,8 +2084,10 @@ export interface components {
              * @description https only; private, loopback and link-local targets are refused
              */
             url: string;
-            /** @description Event types to receive, or `["*"]` for all */
-            events: (("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created") | "*")[];
+            /** @description Event types to receive, or `["*"]` (alone) for all */
+            events: ("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created")[] | [
+                "*"
+            ];
             description?: string;
             /** @description Default: `true`. */
             enabled?: boolean;
@@ -2004,8 +2128,10 @@ export interface components {
         WebhookPatch: {
             /** Format: uri */
             url?: string;
-            /** @description Event types to receive, or `["*"]` for all */
-            events?: (("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created") | "*")[];
+            /** @description Event types to receive, or `["*"]` (alone) for all */
+            events?: ("listing.created" | "listing.updated" | "listing.deleted" | "media.ready" | "media.failed" | "job.completed" | "lead.created" | "lead.updated" | "lead.assigned" | "lead.status_changed" | "activity.created")[] | [
+                "*"
+            ];
             description?: string | null;
             enabled?: boolean;
         };
@@ -2040,18 +2166,7 @@ export interface components {
         };
     };
     responses: never;
-    parameters: {
-        /**
-         * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
-         * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
-         */
-        IdempotencyKey: string;
-        /**
-         * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
-         * @example "3"
-         */
-        IfMatch: string;
-    };
+    parameters: never;
     requestBodies: never;
     headers: {
         /** @description The request id (the one sent, when sane); error bodies carry it as `requestId`, logs as `requestId`. */
@@ -2202,7 +2317,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2522,7 +2637,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2986,7 +3101,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3337,7 +3452,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -3504,7 +3619,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -3715,7 +3830,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5291,7 +5406,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -5799,7 +5914,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -5993,7 +6108,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -6415,7 +6530,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6448,7 +6563,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6462,8 +6576,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                     "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                     "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    ETag: components["headers"]["ETag"];
-                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6756,7 +6868,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -6967,7 +7079,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -7255,7 +7367,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -7570,7 +7682,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7895,7 +8007,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -8062,7 +8174,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -8390,7 +8502,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8719,7 +8831,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -8886,7 +8998,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -9208,7 +9320,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9408,7 +9520,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9710,7 +9822,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10038,7 +10150,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10360,7 +10472,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -10527,7 +10639,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -10732,7 +10844,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -10883,7 +10995,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -11172,7 +11284,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;

@@ -15,26 +15,29 @@ export const identity = z.object({
 });
 export type Identity = z.infer<typeof identity>;
 
+const keyName = z.string().trim().min(1).max(100);
+
+/** `agentId` goes with role `agent` and only with it: one option per case, so the document says so too (`oneOf`). */
 export const apiKeyCreate = z
-  .strictObject({
-    name: z.string().trim().min(1).max(100),
-    role,
-    agentId: z
-      .string()
-      .trim()
-      .min(1)
-      .max(64)
-      .optional()
-      .describe(
-        'Required for role `agent`: the agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key',
-      ),
-  })
-  .superRefine((v, ctx) => {
-    if (v.role === 'agent' && !v.agentId)
-      ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is required for role agent' });
-    if (v.role !== 'agent' && v.agentId)
-      ctx.addIssue({ code: 'custom', path: ['agentId'], message: 'is only allowed for role agent' });
-  })
+  .discriminatedUnion('role', [
+    z.strictObject({
+      name: keyName,
+      role: z.literal('agent'),
+      agentId: z
+        .string({ error: (issue) => (issue.input === undefined ? 'is required for role agent' : undefined) })
+        .trim()
+        .min(1)
+        .max(64)
+        .describe(
+          'The agent the key acts as, an active agent of the account. Deactivating or deleting the agent revokes the key',
+        ),
+    }),
+    z.strictObject({
+      name: keyName,
+      role: z.enum(['admin', 'integration']),
+      agentId: z.never({ error: 'is only allowed for role agent' }).optional(),
+    }),
+  ])
   .meta({ id: 'ApiKeyCreate', examples: [examples.apiKeyCreate] });
 export type ApiKeyCreate = z.infer<typeof apiKeyCreate>;
 

@@ -107,7 +107,12 @@ function externalKeyComplete(v: { externalId?: string | null; source?: string | 
 export const listingInputObject = z.strictObject(listingInputShape);
 export const listingCreate = listingInputObject
   .superRefine(externalKeyComplete)
-  .meta({ id: 'ListingCreate', examples: [examples.listingCreate] });
+  // The same rule in the document: JSON Schema says it directly, zod has no keyword for it.
+  .meta({
+    id: 'ListingCreate',
+    examples: [examples.listingCreate],
+    dependentRequired: { externalId: ['source'], source: ['externalId'] },
+  });
 export type ListingCreate = z.infer<typeof listingCreate>;
 export type ListingInput = z.input<typeof listingCreate>;
 

@@ -28,10 +28,20 @@ const caption = z.string().trim().max(MAX_CAPTION_LENGTH);
 /** A caption as a client sends it, in JSON or as the multipart text part after a file. */
 export const mediaCaption = caption.describe(`Free text, up to ${MAX_CAPTION_LENGTH} characters; empty means none`);
 
+/** A domain name as z.regexes.domain says it, its length (at most 253) checked ahead of the host rather than to `$`. */
+const domainHost = `(?=[^/?#:]{1,253}(?:[/?#:]|$))${z.regexes.domain.source.replace(/^\^\(\?=[^)]*\)|\$$/g, '')}`;
+/** A character of a path segment, a query or a fragment (RFC 3986), percent-encoded where it must be. */
+const uriChar = `(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})`;
+/** An https URL of a domain name, written as RFC 3986 has it (what `format: uri` means): also the document's pattern. */
+const HTTPS_URL = new RegExp(
+  `^https://${domainHost}(?::[0-9]{1,4})?(?:/${uriChar}*)*(?:\\?(?:${uriChar}|[/?])*)?(?:#(?:${uriChar}|[/?])*)?$`,
+);
+
 export const httpsUrl = z
   .url({ protocol: /^https$/, hostname: z.regexes.domain, error: 'must be an https URL' })
   .max(2048)
-  .describe('An https URL');
+  .regex(HTTPS_URL, 'must be an https URL')
+  .describe('An https URL of a domain name');
 
 export const virtualTourCreate = z
   .strictObject({

@@ -5,6 +5,7 @@ import {
   SearchIndexRejected,
   SearchIndexUnavailable,
   type IndexedListing,
+  type IndexWrite,
   type ListingIndex,
   type ListingRemoval,
   type FieldQuery,
@@ -108,16 +109,17 @@ export class ElasticsearchListingIndex implements ListingIndex {
     });
   }
 
-  async upsert(listings: readonly IndexedListing[]): Promise<void> {
+  async upsert(listings: readonly IndexedListing[], options: IndexWrite = {}): Promise<void> {
     if (listings.length === 0) return;
     await this.bulk(
       this.alias,
       listings.flatMap((item) => this.indexOperation(item)),
       true,
+      options.visible,
     );
   }
 
-  async remove(removals: readonly ListingRemoval[]): Promise<void> {
+  async remove(removals: readonly ListingRemoval[], options: IndexWrite = {}): Promise<void> {
     if (removals.length === 0) return;
     await this.bulk(
       this.alias,
@@ -126,6 +128,7 @@ export class ElasticsearchListingIndex implements ListingIndex {
         { listingId: id, deleted: true },
       ]),
       true,
+      options.visible,
     );
   }
 
@@ -241,16 +244,27 @@ export class ElasticsearchListingIndex implements ListingIndex {
    * Through the alias (`viaAlias`), Elasticsearch must find the alias: a write never creates an index under
    * the alias's name (which would block the alias for good) when it runs before `open()` or after a drop.
    */
-  private async bulk(index: string, operations: unknown[], viaAlias = false): Promise<void> {
+  /**
+   * `visible`: resolves once searches see the written documents. The shard is refreshed with the write
+   * (`refresh: true`, a few milliseconds) rather than waiting for the scheduled refresh (`wait_for`, up to
+   * `refresh_interval`): docs/decisions/0011-search-sees-a-clients-own-writes.md has the measurements.
+   */
+  private async bulk(index: string, operations: unknown[], viaAlias = false, visible = false): Promise<void> {
     const response = await this.call('bulk write', () =>
       this.client.bulk({
         index,
         operations: operations as estypes.BulkRequest['operations'],
         ...(viaAlias ? { require_alias: true } : {}),
+        ...(visible ? { refresh: true } : {}),
       }),
     );
+    const results = response.items.map((item) => Object.values(item)[0]);
+    // A version conflict means this version (or a newer one) was written by someone else (the event indexer), and a
+    // request whose writes all conflicted may refresh nothing: that write may not be searchable yet. Rare.
+    if (visible && results.some((r) => r?.status === 409))
+      await this.call('refresh', () => this.client.indices.refresh({ index }));
     if (!response.errors) return;
-    const failed = response.items.map((item) => Object.values(item)[0]).filter((r) => r?.error && r.status !== 409);
+    const failed = results.filter((r) => r?.error && r.status !== 409);
     if (failed.length === 0) return;
     const first = failed[0]!;
     const summary = `${failed.length} of ${response.items.length} documents refused; first: ${first.error?.type}: ${first.error?.reason}`;

@@ -112,6 +112,14 @@ export interface FieldQueryResult {
   total?: number;
 }
 
+export interface IndexWrite {
+  /**
+   * Resolve only once searches see the change (read-your-writes for the client that made it): Elasticsearch
+   * refreshes the shard with the write; the other adapters show every change at once anyway.
+   */
+  visible?: boolean;
+}
+
 export interface ListingIndex {
   readonly kind: 'elasticsearch' | 'sqlite' | 'memory';
   /**
@@ -128,9 +136,9 @@ export interface ListingIndex {
    */
   open(): Promise<{ created: boolean }>;
   /** Applies each listing unless the index already holds that version or a newer one (or a newer deletion). */
-  upsert(listings: readonly IndexedListing[]): Promise<void>;
+  upsert(listings: readonly IndexedListing[], options?: IndexWrite): Promise<void>;
   /** Removes listings, remembering the deletion's version so that an older upsert arriving late is refused. */
-  remove(removals: readonly ListingRemoval[]): Promise<void>;
+  remove(removals: readonly ListingRemoval[], options?: IndexWrite): Promise<void>;
   search(search: ListingSearch): Promise<ListingSearchResult>;
   /** The RESO query: filters and orders on the listings' Data Dictionary fields. */
   select(query: FieldQuery): Promise<FieldQueryResult>;

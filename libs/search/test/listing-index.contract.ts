@@ -517,6 +517,21 @@ export function listingIndexContract(name: string, harness: () => IndexHarness) 
       expect((await search({ accountId: OTHER })).total).toBe(0);
     });
 
+    it('shows a change written as visible to the very next search, without a refresh', async () => {
+      const v = (price: number, version: number) =>
+        mine({ ...A, version, pricing: { ...A.pricing, listPrice: price } });
+      await index.upsert([v(310000, 1)], { visible: true });
+      expect((await search()).items).toEqual([v(310000, 1).listing]);
+      await index.upsert([v(320000, 2)], { visible: true });
+      expect((await search()).items).toEqual([v(320000, 2).listing]);
+      // The same version written a moment before by another writer (the events' indexer), not yet visible there.
+      await index.upsert([mine(B)]);
+      await index.upsert([mine(B)], { visible: true });
+      expect(ids((await search()).items)).toEqual(['a', 'b']);
+      await index.remove([{ id: 'lst_a', version: 3 }], { visible: true });
+      expect(ids((await search()).items)).toEqual(['b']);
+    });
+
     it('replaces everything at once from a full read, and lists what it holds by id', async () => {
       await seed();
       await write(() => index.remove([{ id: 'lst_b', version: 2 }]));

@@ -4,12 +4,14 @@ import type { DocumentStore, Transaction } from '@estate/store';
 import type { Agent } from '@estate/contracts/leads';
 import type { Logger } from 'pino';
 import { ActivitiesService } from './activities.service';
+import type { ListingLookup } from './clients/listings.client';
 import { AgentsService, SLOT_GRACE_MS } from './agents.service';
 import { ActivityRecordSubscriber } from './events/activity-record.subscriber';
 import { ListingProjectionSubscriber } from './events/listing-projection.subscriber';
 import { TimelineSubscriber } from './events/timeline.subscriber';
 import { LeadWriter } from './lead-writer.service';
 import { LeadsService } from './leads.service';
+import { ListingSummariesService } from './listing-summaries.service';
 import { ActivityRepository } from './repositories/activity.repository';
 import { AGENTS_COLLECTION, AgentRepository } from './repositories/agent.repository';
 import { LEADS_COLLECTION, LeadRepository } from './repositories/lead.repository';
@@ -41,6 +43,8 @@ export async function composeLeads(deps: {
   store: DocumentStore;
   bus: Bus;
   log: Logger;
+  /** The listings service (over HTTP when distributed, a direct call when embedded). */
+  listings: ListingLookup;
   clock?: () => Date;
   /** The store's transaction, where it has one (SQLite): the outbox relay clears what it published in one commit. */
   transaction?: Transaction;
@@ -85,6 +89,7 @@ export async function composeLeads(deps: {
     leads: leadRepo,
     agents: agentRepo,
     listings: summaries,
+    listingSummaries: new ListingSummariesService({ summaries, listings: deps.listings, log }),
     routing,
     clock,
     log,

@@ -23,6 +23,7 @@ import type { LeadWriter } from './lead-writer.service';
 import { canTransition, isOpen, nextStatuses } from './pipeline.rules';
 import type { AgentRepository } from './repositories/agent.repository';
 import type { LeadRecord, LeadRepository } from './repositories/lead.repository';
+import type { ListingSummariesService } from './listing-summaries.service';
 import type { ListingSummaryRepository } from './repositories/listing-summary.repository';
 import type { RoutingService } from './routing.service';
 
@@ -31,6 +32,8 @@ export interface LeadsDeps {
   leads: LeadRepository;
   agents: AgentRepository;
   listings: ListingSummaryRepository;
+  /** Asks about the listings a capture names that no event has brought yet. */
+  listingSummaries: ListingSummariesService;
   routing: RoutingService;
   clock: () => Date;
   log: Logger;
@@ -116,6 +119,10 @@ export class LeadsService {
       listingId: interests[0]?.listingId,
     });
     const origin = originOf(ctx);
+    await this.deps.listingSummaries.learn(
+      ctx,
+      interests.map((i) => i.listingId),
+    );
 
     let lead: LeadRecord | undefined;
     let duplicate = false;

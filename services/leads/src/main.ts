@@ -1,6 +1,17 @@
 import { runServiceProcess } from '@estate/runtime';
 import { leadsApp } from './app';
+import { ListingsClient } from './clients/listings.client';
 import { composeLeads } from './compose';
 import { loadConfig } from './config';
 
-void runServiceProcess({ service: 'leads', title: 'Leads service', loadConfig, compose: composeLeads, app: leadsApp });
+void runServiceProcess({
+  service: 'leads',
+  title: 'Leads service',
+  loadConfig,
+  compose: (deps) =>
+    composeLeads({
+      ...deps,
+      listings: new ListingsClient({ listingsUrl: deps.config.listingsUrl, signingSecret: deps.config.signingSecret }),
+    }),
+  app: leadsApp,
+});

@@ -98,7 +98,7 @@ export class RoutingService {
   async preview(who: Identity, body: RoutingPreviewBody): Promise<RoutingDecision> {
     assertRole(who, TEAM_ADMINS, 'preview routing');
     let facts: LeadFacts;
-    if (body.leadId) {
+    if ('leadId' in body) {
       const stored = await this.deps.leads.get(who.accountId, body.leadId);
       if (!stored) throw notFound('lead_not_found', 'Lead', body.leadId);
       facts = await this.factsOf(stored.lead);

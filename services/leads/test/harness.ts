@@ -9,6 +9,7 @@ import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } fr
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { leadsApp } from '../src/app';
+import type { ListingLookup } from '../src/clients/listings.client';
 import { composeLeads, type LeadsRuntime } from '../src/compose';
 
 export const log = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -39,6 +40,8 @@ export async function startLeads(
     store?: DocumentStore;
     bus?: Bus;
     clock?: () => Date;
+    /** The listings service as leads asks it (default: it knows no listing). */
+    listings?: ListingLookup;
     record?: boolean;
     /** false: write as on MongoDB, one document at a time, even on SQLite. */
     transactions?: boolean;
@@ -58,7 +61,14 @@ export async function startLeads(
   // As the embedded profile runs it: the store's transaction where it has one (MongoDB runs without).
   const transaction =
     store instanceof SqliteDocumentStore && options.transactions !== false ? store.transaction.bind(store) : undefined;
-  const runtime = await composeLeads({ store, bus, log, clock: options.clock, transaction });
+  const runtime = await composeLeads({
+    store,
+    bus,
+    log,
+    listings: options.listings ?? { find: async () => null },
+    clock: options.clock,
+    transaction,
+  });
   const app = await serveBehindGateway({ service: 'leads', log, plugin: leadsApp, runtime, title: 'Leads service' });
   await runtime.start();
   return {

@@ -667,3 +667,66 @@ describe('leads over HTTP (embedded adapters, signed identity)', () => {
     });
   });
 });
+
+describe('a capture naming a listing whose event has not reached leads yet', () => {
+  let h: LeadsHarness;
+  afterEach(async () => h.close());
+
+  it("asks the listings service as the caller, records what it answers, and the lead's interest and score show it", async () => {
+    const asked: string[] = [];
+    h = await startLeads({
+      listings: {
+        find: async (who, listingId) => {
+          asked.push(`${who.accountId}/${who.role}/${listingId}`);
+          return who.accountId === 'acc_alice' && listingId === 'lst_new' ? listing('lst_new', { version: 2 }) : null;
+        },
+      },
+    });
+    const res = await h.call(admin, 'POST', '/v1/leads', {
+      name: 'Ann',
+      email: 'ann@example.com',
+      propertyInterests: [{ listingId: 'lst_new' }, { listingId: 'lst_nowhere' }],
+    });
+    expect(res.statusCode).toBe(201);
+    const lead = res.json() as Lead;
+    expect(lead.propertyInterests).toEqual([
+      { listingId: 'lst_new', note: null, listing: expect.objectContaining({ id: 'lst_new', status: 'active' }) },
+      { listingId: 'lst_nowhere', note: null, listing: null },
+    ]);
+    // The active listing counts in the score at capture, as it does once the event has arrived.
+    expect(lead.scoreBreakdown.components.interest.points).toBeGreaterThan(0);
+    expect(asked.sort()).toEqual(['acc_alice/admin/lst_new', 'acc_alice/admin/lst_nowhere']);
+
+    // Recorded as the event would: asked no more, and an older event changes nothing.
+    await publishListing(h.bus, 'acc_alice', listing('lst_new', { version: 1, status: 'closed' }));
+    const again = await h.call(integration, 'POST', '/v1/leads', {
+      name: 'Bo',
+      email: 'bo@example.com',
+      propertyInterests: [{ listingId: 'lst_new' }],
+    });
+    expect(again.statusCode).toBe(201);
+    expect(asked.filter((a) => a.endsWith('/lst_new'))).toHaveLength(1);
+    const read = (await h.call(admin, 'GET', `/v1/leads/${again.json().id}`)).json() as Lead;
+    expect(read.propertyInterests[0].listing).toMatchObject({ id: 'lst_new', status: 'active' });
+  });
+
+  it('captures the lead when the listings service cannot answer; the listing event fills the interest in later', async () => {
+    h = await startLeads({
+      listings: {
+        find: async () => {
+          throw new Error('connection refused');
+        },
+      },
+    });
+    const res = await h.call(admin, 'POST', '/v1/leads', {
+      name: 'Cy',
+      email: 'cy@example.com',
+      propertyInterests: [{ listingId: 'lst_late' }],
+    });
+    expect(res.statusCode).toBe(201);
+    expect(res.json().propertyInterests[0].listing).toBeNull();
+    await publishListing(h.bus, 'acc_alice', listing('lst_late'));
+    const read = (await h.call(admin, 'GET', `/v1/leads/${res.json().id}`)).json() as Lead;
+    expect(read.propertyInterests[0].listing).toMatchObject({ id: 'lst_late' });
+  });
+});

@@ -79,8 +79,13 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   relay.watch(LISTINGS_COLLECTION, listings.collection);
   relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
 
-  const inline = deps.transaction && deps.indexInStore ? { index, transaction: deps.transaction } : undefined;
-  const service = new ListingsService({ listings, outbox: relay, clock, inline });
+  const service = new ListingsService({
+    listings,
+    outbox: relay,
+    clock,
+    log,
+    search: { index, transaction: deps.indexInStore ? deps.transaction : undefined },
+  });
   const search = new SearchService({ index });
   const reso = new ResoService({ index, media: deps.media ?? { forListings: async () => ({}) }, clock });
   const reindex = new ReindexService({ listings, index });

@@ -6,6 +6,7 @@ import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
 import { applyMergePatch } from '@estate/platform/merge-patch';
 import { DuplicateKeyError, updateVersioned, type Transaction } from '@estate/store';
+import type { Logger } from 'pino';
 import {
   buildListing,
   externalKey,
@@ -24,30 +25,42 @@ export class ListingsService {
       listings: ListingRepository;
       outbox: Pick<OutboxRelay, 'kick'>;
       clock: () => Date;
+      log: Logger;
       /**
-       * The search index when it lives in the store and joins its transactions (SQLite): each write
-       * changes it in the same commit, so a listing is searchable once its write is acknowledged.
-       * The index is also kept from the events, as any other index is.
+       * How writes reach the search index before they are answered (read-your-writes, SPEC section 5). With
+       * `transaction` (the index lives in the store and joins its transactions: SQLite) every write changes it in
+       * the same commit. Without, a client's own write is indexed right after its commit and answered once searches
+       * see it; bulk items are left to the events. Either way the index is also kept from the events, which
+       * converge whatever happened here (versions make both writes idempotent).
        */
-      inline?: { index: Pick<ListingIndexRepository, 'upsert' | 'remove'>; transaction: Transaction };
+      search: { index: Pick<ListingIndexRepository, 'upsert' | 'remove'>; transaction?: Transaction };
     },
   ) {}
 
-  /** Runs the write, with the change of the inline index when there is one, as one commit. */
-  private inStep<T>(write: () => Promise<T>, index: (done: T) => Promise<void>): Promise<T> {
-    const inline = this.deps.inline;
-    if (!inline) return write();
-    return inline.transaction(async () => {
-      const done = await write();
+  /** Runs the write, then makes it searchable as the search dependency says (see there). */
+  private async inStep<T>(write: () => Promise<T>, index: (done: T) => Promise<void>, answered: boolean): Promise<T> {
+    const { transaction } = this.deps.search;
+    if (transaction)
+      return transaction(async () => {
+        const done = await write();
+        await index(done);
+        return done;
+      });
+    const done = await write();
+    if (!answered) return done;
+    try {
       await index(done);
-      return done;
-    });
+    } catch (err) {
+      // Written and published: the event brings it to the index; only the client's next search may miss it.
+      this.deps.log.warn({ err }, 'a listing write was answered before the search index had it');
+    }
+    return done;
   }
 
   async create(ctx: RequestContext, input: ListingCreate): Promise<Listing> {
     assertRole(ctx.who, LISTING_WRITERS, 'create listings');
     try {
-      return await this.insert(ctx, input, newId('lst'));
+      return await this.insert(ctx, input, newId('lst'), undefined, true);
     } catch (err) {
       const key = externalKey(ctx.who.accountId, input);
       if (err instanceof DuplicateKeyError && key) {
@@ -78,7 +91,7 @@ export class ListingsService {
       what: 'listing',
       ifMatch,
       read: () => this.get(ctx.who, id),
-      write: (current) => this.writePatch(ctx, current, patch),
+      write: (current) => this.writePatch(ctx, current, patch, undefined, true),
     });
   }
 
@@ -98,8 +111,9 @@ export class ListingsService {
         const removed = await this.inStep(
           () => this.deps.listings.tombstone(ctx.who.accountId, id, current.version, event),
           async (done) => {
-            if (done) await this.deps.inline?.index.remove([{ id, version: current.version + 1 }]);
+            if (done) await this.deps.search.index.remove([{ id, version: current.version + 1 }], { visible: true });
           },
+          true,
         );
         if (!removed) return null;
         this.deps.outbox.kick();
@@ -110,9 +124,16 @@ export class ListingsService {
 
   /**
    * Inserts a new listing under `id` with its creation event; a taken id or feed key throws
-   * DuplicateKeyError. `applied` records the bulk item it belongs to. The caller has checked the role.
+   * DuplicateKeyError. `applied` records the bulk item it belongs to; `answered`: the client waits for this write
+   * (not a bulk item), so it is searchable when it returns. The caller has checked the role.
    */
-  async insert(ctx: RequestContext, input: ListingCreate, id: string, applied?: AppliedItem[]): Promise<Listing> {
+  async insert(
+    ctx: RequestContext,
+    input: ListingCreate,
+    id: string,
+    applied?: AppliedItem[],
+    answered = false,
+  ): Promise<Listing> {
     const now = this.deps.clock().toISOString();
     const listing = buildListing(input, {
       id,
@@ -129,7 +150,8 @@ export class ListingsService {
     await this.inStep(
       () =>
         this.deps.listings.insert(ctx.who.accountId, listing, externalKey(ctx.who.accountId, input), event, applied),
-      (done) => this.deps.inline!.index.upsert([{ accountId: ctx.who.accountId, listing: done }]),
+      (done) => this.deps.search.index.upsert([{ accountId: ctx.who.accountId, listing: done }], { visible: true }),
+      answered,
     );
     this.deps.outbox.kick();
     return listing;
@@ -137,13 +159,15 @@ export class ListingsService {
 
   /**
    * Writes `current` with the patch applied, with its update event, if it is still at its version;
-   * null when it moved on. `applied` replaces the bulk items recorded on it. The caller has checked the role.
+   * null when it moved on. `applied` replaces the bulk items recorded on it; `answered` as for `insert`. The caller
+   * has checked the role.
    */
   async writePatch(
     ctx: RequestContext,
     current: Listing,
     patch: ListingPatch,
     applied?: AppliedItem[],
+    answered = false,
   ): Promise<Listing | null> {
     const parsed = listingCreate.safeParse(applyMergePatch(writableView(current), patch));
     if (!parsed.success) throw validationError(parsed.error, [], 'The listing would not be valid after this change');
@@ -174,8 +198,10 @@ export class ListingsService {
             applied,
           ),
         async (done) => {
-          if (done) await this.deps.inline!.index.upsert([{ accountId: ctx.who.accountId, listing: done }]);
+          if (done)
+            await this.deps.search.index.upsert([{ accountId: ctx.who.accountId, listing: done }], { visible: true });
         },
+        answered,
       );
     } catch (err) {
       if (err instanceof DuplicateKeyError) {

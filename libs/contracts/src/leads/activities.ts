@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { commaList, isoDateTime, page, pageQuery } from '../common';
-import { entityId, text } from './common';
+import { entityId } from './common';
 import { examples } from '../examples';
 
 /** Activities clients (and other services, over the bus) record. */
@@ -44,27 +44,35 @@ export type Activity = z.infer<typeof activity>;
 export const ACTIVITY_DATA_MAX_BYTES = 16 * 1024;
 
 const activityInputShape = {
-  type: z
-    .enum(clientActivityTypes)
-    .describe('The system records `status_change`, `assignment`, `score_change` and `inquiry` itself'),
-  customType: text(64).optional().describe('Required with type `custom`, not allowed otherwise'),
   occurredAt: isoDateTime.optional().describe('When it happened (default now); the timeline is ordered by it'),
   summary: z.string().trim().max(2000).optional(),
   data: z.record(z.string(), z.unknown()).optional().describe('Any JSON object, at most 16 KB'),
   listingId: entityId.optional(),
 };
 
-function customTypeGoesWithCustom(v: { type: string; customType?: string }, ctx: z.RefinementCtx) {
-  if (v.type === 'custom' && !v.customType)
-    ctx.addIssue({ code: 'custom', path: ['customType'], message: 'is required with type custom' });
-  if (v.type !== 'custom' && v.customType)
-    ctx.addIssue({ code: 'custom', path: ['customType'], message: 'is only allowed with type custom' });
-}
+/** `customType` goes with type `custom` and only with it: one option per case, so the document says so (`oneOf`). */
+const activityInput = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('custom'),
+    customType: z
+      .string({ error: (issue) => (issue.input === undefined ? 'is required with type custom' : undefined) })
+      .trim()
+      .min(1)
+      .max(64)
+      .describe('What kind of custom activity this is'),
+    ...activityInputShape,
+  }),
+  z.strictObject({
+    type: z
+      .enum(clientActivityTypes)
+      .exclude(['custom'])
+      .describe('The system records `status_change`, `assignment`, `score_change` and `inquiry` itself'),
+    customType: z.never({ error: 'is only allowed with type custom' }).optional(),
+    ...activityInputShape,
+  }),
+]);
 
-export const activityCreate = z
-  .strictObject(activityInputShape)
-  .superRefine(customTypeGoesWithCustom)
-  .meta({ id: 'ActivityCreate', examples: [examples.activityCreate] });
+export const activityCreate = activityInput.meta({ id: 'ActivityCreate', examples: [examples.activityCreate] });
 export type ActivityCreate = z.infer<typeof activityCreate>;
 
 export const activityQuery = z.strictObject({
@@ -76,4 +84,4 @@ export type ActivityQuery = z.infer<typeof activityQuery>;
 export const activityPage = page(activity).meta({ id: 'ActivityPage' });
 
 /** The activity of a `leads.activity.record` command: what a client would POST. */
-export const activityCommandBody = z.strictObject(activityInputShape).superRefine(customTypeGoesWithCustom);
+export const activityCommandBody = activityInput;

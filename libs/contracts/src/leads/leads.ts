@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { commaList, isoDateTime, mergePatchOf, page, pageQuery, single, sortParam } from '../common';
 import { listingStatus, photoUrls, propertyType } from '../listings';
 import { activitySummary } from './activities';
-import { emailInput, entityId, leadCaptureShape, phoneInput, tagsInput, text } from './common';
+import { emailInput, emailOf, entityId, leadCaptureShape, phoneInput, tagsInput, text } from './common';
 import { assignment } from './routing';
 import { scoreBreakdown, scoreSources } from './scoring';
 import { examples } from '../examples';
@@ -17,9 +17,15 @@ function contactRequired(v: { email?: string | null; phone?: string | null }, ct
   if (!v.email && !v.phone) ctx.addIssue({ code: 'custom', path: ['email'], message: 'email or phone is required' });
 }
 
+/** An email or a phone, or both: one option each, so the document says so too (`anyOf`). */
 export const leadCapture = z
-  .strictObject(leadCaptureShape)
-  .superRefine(contactRequired)
+  .union([
+    z.strictObject({
+      ...leadCaptureShape,
+      email: emailOf('email or phone is required'),
+    }),
+    z.strictObject({ ...leadCaptureShape, phone: leadCaptureShape.phone.unwrap() }),
+  ])
   .meta({ id: 'LeadCapture', examples: [examples.leadCapture] });
 export type LeadCapture = z.infer<typeof leadCapture>;
 

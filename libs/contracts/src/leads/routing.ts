@@ -55,19 +55,15 @@ export const routingRuleInput = z.strictObject({
   weights: ruleWeights.optional().describe('Strategy `weighted`: share of each agent (default 1, 0 never)'),
 });
 
-function ruleConsistent(v: z.infer<typeof routingRuleInput>, ctx: z.RefinementCtx) {
+/** What JSON Schema cannot say: bounds in order, no agent twice, weights only for candidates. */
+function ruleConsistent(
+  v: { conditions: RuleConditions; agentIds: string[]; weights?: Record<string, number> },
+  ctx: z.RefinementCtx,
+) {
   const c = v.conditions;
   if (c.minPrice !== undefined && c.maxPrice !== undefined && c.minPrice > c.maxPrice) {
     ctx.addIssue({ code: 'custom', path: ['conditions', 'minPrice'], message: 'must not be above maxPrice' });
   }
-  if (v.strategy === 'specific_agent' && v.agentIds.length === 0)
-    ctx.addIssue({
-      code: 'custom',
-      path: ['agentIds'],
-      message: 'must name at least one agent for strategy specific_agent',
-    });
-  if (v.weights && v.strategy !== 'weighted')
-    ctx.addIssue({ code: 'custom', path: ['weights'], message: 'only apply to strategy weighted' });
   if (new Set(v.agentIds).size !== v.agentIds.length)
     ctx.addIssue({ code: 'custom', path: ['agentIds'], message: 'must not repeat an agent' });
   for (const id of Object.keys(v.weights ?? {})) {
@@ -76,7 +72,35 @@ function ruleConsistent(v: z.infer<typeof routingRuleInput>, ctx: z.RefinementCt
   }
 }
 
-export const routingRuleCreate = routingRuleInput
+const ruleShape = routingRuleInput.omit({ strategy: true, weights: true }).shape;
+const weightsOnlyWhenWeighted = z.never({ error: 'only apply to strategy weighted' }).optional();
+
+/**
+ * A new rule: `weights` only with strategy `weighted`, at least one agent with `specific_agent`. One option per
+ * strategy, so the document says so too (`oneOf`).
+ */
+export const routingRuleCreate = z
+  .discriminatedUnion('strategy', [
+    z.strictObject({ ...ruleShape, strategy: z.literal('weighted'), weights: routingRuleInput.shape.weights }),
+    z.strictObject({
+      ...ruleShape,
+      strategy: z.literal('specific_agent'),
+      agentIds: z
+        .array(entityId, {
+          error: (issue) =>
+            issue.input === undefined ? 'must name at least one agent for strategy specific_agent' : undefined,
+        })
+        .min(1, 'must name at least one agent for strategy specific_agent')
+        .max(200)
+        .describe('The agents the lead goes to, in order'),
+      weights: weightsOnlyWhenWeighted,
+    }),
+    z.strictObject({
+      ...ruleShape,
+      strategy: z.enum(routingStrategies).exclude(['weighted', 'specific_agent']),
+      weights: weightsOnlyWhenWeighted,
+    }),
+  ])
   .superRefine(ruleConsistent)
   .meta({ id: 'RoutingRuleCreate', examples: [examples.routingRuleCreate] });
 export type RoutingRuleCreate = z.infer<typeof routingRuleCreate>;
@@ -136,26 +160,23 @@ export const routingSettings = z
   .meta({ id: 'RoutingSettings' });
 export type RoutingSettings = z.infer<typeof routingSettings>;
 
-/** A lead as captured (nothing required), or `{ leadId }` of an existing one. */
+/** A lead as captured (nothing required), or `{ leadId }` of an existing one alone: one option each (`anyOf`). */
 export const routingPreviewBody = z
-  .strictObject({
-    leadId: entityId.optional(),
-    name: leadCaptureShape.name.optional(),
-    email: leadCaptureShape.email,
-    phone: leadCaptureShape.phone,
-    source: leadCaptureShape.source,
-    message: leadCaptureShape.message,
-    propertyInterests: leadCaptureShape.propertyInterests,
-    tags: leadCaptureShape.tags,
-  })
-  .superRefine((v, ctx) => {
-    if (v.leadId && Object.keys(v).length > 1)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['leadId'],
-        message: 'comes alone: either an existing lead or a lead body',
-      });
-  })
+  .union(
+    [
+      z.strictObject({ leadId: entityId.describe('An existing lead, alone') }),
+      z.strictObject({
+        name: leadCaptureShape.name.optional(),
+        email: leadCaptureShape.email,
+        phone: leadCaptureShape.phone,
+        source: leadCaptureShape.source,
+        message: leadCaptureShape.message,
+        propertyInterests: leadCaptureShape.propertyInterests,
+        tags: leadCaptureShape.tags,
+      }),
+    ],
+    { error: 'leadId comes alone: either an existing lead or a lead body' },
+  )
   .meta({ id: 'RoutingPreviewBody', examples: [examples.routingPreviewBody] });
 export type RoutingPreviewBody = z.infer<typeof routingPreviewBody>;
 

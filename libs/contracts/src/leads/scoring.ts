@@ -51,8 +51,19 @@ const points = z.number().min(0).max(1000);
 export const scoringConfigInput = z
   .strictObject({
     weights: z
-      .strictObject({ contact: weight, source: weight, engagement: weight, recency: weight, interest: weight })
-      .describe('Relative weight of each signal (scaled so that all of them together make 100)'),
+      .union(
+        // At least one weight above 0: one option per signal that could be it, so the document says so (`anyOf`).
+        scoreComponentNames.map((above) =>
+          z.strictObject(
+            Object.fromEntries(scoreComponentNames.map((n) => [n, n === above ? weight.gt(0) : weight])) as Record<
+              ScoreComponentName,
+              typeof weight
+            >,
+          ),
+        ),
+        { error: 'at least one weight must be above 0' },
+      )
+      .describe('Relative weight of each signal, at least one above 0 (scaled so that all of them together make 100)'),
     sourceQuality: z
       .record(text(100), z.number().min(0).max(1))
       .refine((sources) => Object.keys(sources).length <= MAX_SOURCES, {
@@ -72,10 +83,6 @@ export const scoringConfigInput = z
       .positive()
       .max(3650)
       .describe('Days after the last engagement at which the recency signal has halved'),
-  })
-  .superRefine((v, ctx) => {
-    if (Object.values(v.weights).every((w) => w === 0))
-      ctx.addIssue({ code: 'custom', path: ['weights'], message: 'at least one weight must be above 0' });
   })
   .meta({ id: 'ScoringConfigPut', examples: [examples.scoringConfigPut] });
 export type ScoringConfigInput = z.infer<typeof scoringConfigInput>;

@@ -34,11 +34,11 @@ export { isApiRequest, needsApiKey } from './api-paths';
 
 /**
  * Who may call whom inside the distributed profile. The gateway forwards every client request; a service
- * that reads another's resources (media asks listings about a listing, webhooks reads leads and media)
+ * that reads another's resources (media and leads ask listings about a listing, webhooks reads leads and media)
  * may only read. The caller's name is inside the signed data.
  */
 export const TRUSTED_CALLERS: Record<string, Partial<Record<Caller, readonly string[] | '*'>>> = {
-  listings: { gateway: '*', media: ['GET'] },
+  listings: { gateway: '*', media: ['GET'], leads: ['GET'] },
   media: { gateway: '*', webhooks: ['GET'], listings: ['GET'] },
   leads: { gateway: '*', webhooks: ['GET'] },
   webhooks: { gateway: '*' },

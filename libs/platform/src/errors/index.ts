@@ -66,14 +66,39 @@ interface IssueLike {
   path: PropertyKey[];
   message: string;
   keys?: string[];
+  /** A union's: what each of its options found. */
+  errors?: IssueLike[][];
 }
 
-/** Every zod issue as `{ path, message }`, one entry per unknown key, read-only fields named as such. */
+/** zod's message for a union none of whose options matched, when the union names no rule of its own. */
+const ZOD_UNION_MESSAGE = 'Invalid input';
+
+const issueKey = (i: IssueLike) => JSON.stringify([i.code, i.path.map(String), i.message, i.keys ?? null]);
+
+/** The issues every option of a union found: the faults whichever option the body meant. */
+function commonToEveryOption(options: readonly IssueLike[][]): IssueLike[] {
+  const [first, ...rest] = options;
+  const others = rest.map((issues) => new Set(issues.map(issueKey)));
+  return first.filter((issue) => others.every((keys) => keys.has(issueKey(issue))));
+}
+
+/**
+ * Every zod issue as `{ path, message }`, one entry per unknown key, read-only fields named as such. A body that
+ * matches no option of a union (a cross-field rule: `oneOf` in the document) gets the faults all options agree on
+ * or, when they agree on none, the union's own message (which says the rule), or else the first option's faults.
+ */
 export function fieldErrors(issues: readonly IssueLike[], prefix: PropertyKey[] = []): FieldError[] {
   const out: FieldError[] = [];
   for (const issue of issues) {
     const base = [...prefix, ...issue.path].map(String);
-    if (issue.code === 'unrecognized_keys' && issue.keys) {
+    const options = issue.code === 'invalid_union' && issue.errors?.length ? issue.errors : undefined;
+    const common = options ? commonToEveryOption(options) : [];
+    if (common.length > 0) {
+      out.push(...fieldErrors(common, base));
+    } else if (options && issue.message === ZOD_UNION_MESSAGE) {
+      // A union without a message of its own: its first option says what is missing.
+      out.push(...fieldErrors(options[0], base));
+    } else if (issue.code === 'unrecognized_keys' && issue.keys) {
       for (const key of issue.keys) {
         out.push({
           path: [...base, key].join('.'),

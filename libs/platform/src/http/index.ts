@@ -41,7 +41,7 @@ export function mergeOpenApi(own: OpenApiDoc, others: OpenApiDoc[]): OpenApiDoc 
   return out;
 }
 
-export { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
+export { addEarlyCheck, PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
 export { API_TAGS, finishOpenApi } from './openapi';
 export type { ReadinessCheck } from './observability';
 

@@ -97,6 +97,11 @@ const HEADERS: Json = {
   Location: { description: 'Where the created resource (or the job) lives.', schema: { type: 'string' } },
 };
 
+/**
+ * The request headers the conventions read, written out in every operation that reads them (not as
+ * `#/components/parameters` references: readers that look for an operation's headers in its own `parameters` then
+ * find them too).
+ */
 const PARAMETERS: Json = {
   IdempotencyKey: {
     name: 'Idempotency-Key',
@@ -281,7 +286,9 @@ function resolve(doc: Json, schema: Json | undefined): Json | undefined {
   let s = schema;
   for (let i = 0; s && i < 10; i++) {
     if (s.$ref) s = doc.components.schemas[String(s.$ref).split('/').pop()!];
-    else if (s.anyOf) s = (s.anyOf as Json[]).find((x) => x.type !== 'null');
+    // A nullable schema (`anyOf` with null); a union of alternatives is a schema of its own (its examples are there).
+    else if (s.anyOf && (s.anyOf as Json[]).some((x) => x.type === 'null'))
+      s = (s.anyOf as Json[]).find((x) => x.type !== 'null');
     else break;
   }
   return s;
@@ -300,10 +307,10 @@ function finishOperation(doc: Json, path: string, method: string, op: Json, item
 
   const params: Json[] = op.parameters ?? [];
   const success = successSchema(doc, op);
-  if (keyed && method === 'post') params.push(ref('parameters', 'IdempotencyKey'));
+  if (keyed && method === 'post') params.push(structuredClone(PARAMETERS.IdempotencyKey));
   const versionedItem = isVersioned(successSchema(doc, item.get ?? {}));
   if (keyed && ((['patch', 'put'].includes(method) && isVersioned(success)) || (method === 'delete' && versionedItem)))
-    params.push(ref('parameters', 'IfMatch'));
+    params.push(structuredClone(PARAMETERS.IfMatch));
   if (params.length) op.parameters = params;
 
   const body = op.requestBody?.content;
@@ -404,7 +411,6 @@ export function finishOpenApi(doc: Json, options: OpenApiFinish = {}): Json {
   oneSchemaPerType(doc);
   withoutSafeIntegerBounds(doc.components.schemas);
   withoutSafeIntegerBounds(doc.paths);
-  doc.components.parameters = { ...doc.components.parameters, ...PARAMETERS };
   doc.components.headers = { ...doc.components.headers, ...HEADERS };
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {}))
     for (const method of METHODS) if (item[method]) finishOperation(doc, path, method, item[method], item);

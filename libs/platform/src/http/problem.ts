@@ -94,9 +94,38 @@ function fromFastifyError(err: FastifyError, request: FastifyRequest): AppError 
   });
 }
 
+/** Most of a refused body read and dropped before its answer; a larger one is answered at once and cut off. */
+export const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads and drops what is left of a request body the answer does not need (a body refused as too large, or any
+ * error answered while the client still sends). The answer then closes a connection with nothing unread in it, so
+ * the client receives it; closing on unread bytes resets the connection and the client sees EPIPE or ECONNRESET
+ * instead. A body announced or found larger than {@link DRAIN_MAX_BYTES} is not waited for; slow clients are cut
+ * off by the request timeout as always.
+ */
+export function drainBody(request: FastifyRequest): Promise<void> {
+  const raw = request.raw;
+  if (raw.complete || raw.readableEnded || raw.destroyed) return Promise.resolve();
+  if (Number(raw.headers['content-length']) > DRAIN_MAX_BYTES) return Promise.resolve();
+  return new Promise((resolve) => {
+    let read = 0;
+    const onData = (chunk: Buffer) => {
+      read += chunk.length;
+      if (read > DRAIN_MAX_BYTES) done();
+    };
+    const done = () => {
+      raw.off('data', onData).off('end', done).off('close', done).off('error', done);
+      resolve();
+    };
+    raw.on('data', onData).once('end', done).once('close', done).once('error', done);
+    raw.resume();
+  });
+}
+
 /** The one error handler: every failure leaves as problem+json; 5xx never show internals. */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     let appError: AppError;
     if (err instanceof AppError) {
       appError = err;
@@ -106,6 +135,7 @@ export function installErrorHandling(app: FastifyInstance): void {
         path: v.instancePath.split('/').filter(Boolean),
         message: v.message ?? 'is invalid',
         keys: (v.params as { keys?: string[] }).keys,
+        errors: (v.params as { errors?: Array<Array<{ code: string; path: PropertyKey[]; message: string }>> }).errors,
       }));
       const where =
         err.validationContext === 'body'
@@ -147,6 +177,7 @@ export function installErrorHandling(app: FastifyInstance): void {
         },
         redactKeys(appError.detail),
       );
+    await drainBody(request);
     return sendProblem(reply, appError);
   });
 
@@ -165,18 +196,36 @@ function patternOf(url: string): RegExp {
   return new RegExp(`^${body}/?$`);
 }
 
+type EarlyCheck = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+const kEarlyChecks = Symbol('earlyChecks');
+
+/**
+ * Runs `check` on every request before the unsupported-method check, so that an answer of that check is treated
+ * like every other: the gateway counts the request against its rate limit there, and a 405 to a keyed call carries
+ * the `RateLimit-*` headers. Checks run in the order they were added.
+ */
+export function addEarlyCheck(app: FastifyInstance, check: EarlyCheck): void {
+  (app as unknown as Record<symbol, EarlyCheck[]>)[kEarlyChecks].push(check);
+}
+
 /**
  * A path that exists with other methods answers 405 with `Allow` (RFC 9110), before anything else reads the
- * request: an unknown method must not reach body parsing or authentication.
+ * request (only the early checks run first): an unknown method must not reach body parsing or authentication.
  */
 function answerUnsupportedMethods(app: FastifyInstance): void {
+  const early: EarlyCheck[] = [];
+  app.decorate(kEarlyChecks, early);
   const routes: { pattern: RegExp; params: number; methods: string[] }[] = [];
   app.addHook('onRoute', (route) => {
     const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
     const params = route.url.split('/').filter((p) => p.startsWith(':') || p === '*').length;
     routes.push({ pattern: patternOf(route.url), params, methods });
   });
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
+    for (const check of early) {
+      await check(request, reply);
+      if (reply.sent) return;
+    }
     if (!request.is404) return;
     const path = request.url.split('?')[0];
     // The resource is the most specific pattern that matches (`/v1/listings/bulk` rather than `/v1/listings/:id`).

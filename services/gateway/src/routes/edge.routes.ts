@@ -7,6 +7,7 @@ import type { Identity } from '@estate/contracts/accounts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyRateLimitStoreCtor as RateLimitStoreCtor } from '@fastify/rate-limit';
 import { isApiRequest, ORIGIN_HEADER } from '@estate/platform/auth';
+import { addEarlyCheck } from '@estate/platform/http';
 import { hashSecret } from '../access.rules';
 import type { AccessService } from '../access.service';
 import type { IdempotencyService } from '../idempotency.service';
@@ -94,22 +95,22 @@ async function rateLimiter(
 }
 
 /**
- * Every `/v1` request is limited, then must carry a live API key; the identity it maps to rides on the
- * request. Whether a request is under `/v1` follows the route it matched (the router has decoded its
- * path), never the raw URL, so `/%761/listings` needs a key exactly as `/v1/listings` does.
+ * Every `/v1` request is limited (first of all, so that an unsupported method's 405 is counted and carries the
+ * `RateLimit-*` headers too), then must carry a live API key; the identity it maps to rides on the request.
+ * Whether a request is under `/v1` follows the route it matched (the router has decoded its path), never the
+ * raw URL, so `/%761/listings` needs a key exactly as `/v1/listings` does.
  */
 function guardApi(
   app: FastifyInstance,
   access: AccessService,
   limit: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
 ): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!isApiRequest(request)) {
-      // The token endpoint takes no key but is limited like one (guessing secrets counts against the address).
-      if (request.routeOptions.url === RESO_TOKEN_PATH) await limit(request, reply);
-      return;
-    }
-    await limit(request, reply);
+  addEarlyCheck(app, async (request, reply) => {
+    // The token endpoint takes no key but is limited like one (guessing secrets counts against the address).
+    if (isApiRequest(request) || request.routeOptions.url === RESO_TOKEN_PATH) await limit(request, reply);
+  });
+  app.addHook('onRequest', async (request) => {
+    if (!isApiRequest(request)) return;
     const who = await identityOf(request, access);
     if (!who) {
       throw new AppError(

@@ -79,6 +79,15 @@ export class ListingSummaryRepository {
     return out;
   }
 
+  /** The ids among `listingIds` that no listing event has reached yet (of any account): neither a summary nor deleted. */
+  async unheardOf(listingIds: readonly string[]): Promise<string[]> {
+    const ids = [...new Set(listingIds)];
+    if (ids.length === 0) return [];
+    const docs = await this.collection.find({ id: { $in: ids } }, {});
+    const heard = new Set(docs.filter((d) => d.deleted || d.summary).map((d) => d.id));
+    return ids.filter((id) => !heard.has(id));
+  }
+
   private async applyNewer(
     accountId: string,
     id: string,

@@ -2,6 +2,7 @@ import type {
   FieldQuery,
   FieldQueryResult,
   IndexedListing,
+  IndexWrite,
   ListingIndex,
   ListingRemoval,
   ListingSearch,
@@ -29,12 +30,12 @@ export class ListingIndexRepository {
     return this.index.open();
   }
 
-  upsert(listings: readonly IndexedListing[]): Promise<void> {
-    return this.index.upsert(listings);
+  upsert(listings: readonly IndexedListing[], options?: IndexWrite): Promise<void> {
+    return this.index.upsert(listings, options);
   }
 
-  remove(removals: readonly ListingRemoval[]): Promise<void> {
-    return this.index.remove(removals);
+  remove(removals: readonly ListingRemoval[], options?: IndexWrite): Promise<void> {
+    return this.index.remove(removals, options);
   }
 
   search(search: ListingSearch): Promise<ListingSearchResult> {

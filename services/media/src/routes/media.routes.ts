@@ -137,6 +137,7 @@ export async function mediaRoutes(
           properties: {
             file: {
               type: 'array',
+              minItems: 1,
               items: { type: 'string', format: 'binary', contentMediaType: 'image/jpeg' },
               description: `One or more JPEG or PNG images, at most ${MAX_IMAGE_BYTES / 1024 / 1024} MB each`,
             },

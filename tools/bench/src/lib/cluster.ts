@@ -184,7 +184,7 @@ export async function startDistributed(
   try {
     const listings = await start('listings', {});
     await start('media', { LISTINGS_URL: listings.origin });
-    const leads = await start('leads', {});
+    const leads = await start('leads', { LISTINGS_URL: listings.origin });
     const media = children.find((c) => c.name === 'media')!;
     await start('webhooks', { LEADS_URL: leads.origin, MEDIA_URL: media.origin });
     const upstreams = Object.fromEntries(
