@@ -3543,19 +3543,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `If-Match` names another version than the current one */
-            412: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description URL too long */
             414: {
                 headers: {
@@ -3717,19 +3704,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -4278,7 +4252,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4608,7 +4582,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -4699,19 +4673,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `If-Match` names another version than the current one */
-            412: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description URL too long */
             414: {
                 headers: {
@@ -4775,7 +4736,7 @@ export interface operations {
                  * @description Apply only if the resource is still at this version (its `ETag`); otherwise 412 `version_mismatch`. `*` matches any version; anything else is 400 `malformed_request`.
                  * @example "3"
                  */
-                "If-Match"?: components["parameters"]["IfMatch"];
+                "If-Match"?: string;
             };
             path: {
                 id: string;
@@ -4867,19 +4828,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -5119,7 +5067,7 @@ export interface operations {
                  * @description Makes a retry safe: kept 24 hours per API key and route; a replay answers the first response with the same status; the same key with another body is 422 `idempotency_key_reused`; a replay while the first still runs is 409.
                  * @example 5f1c7f0e-8d4b-4b1e-9d57-1f3a2c6b9e10
                  */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -6006,19 +5954,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `If-Match` names another version than the current one */
-            412: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -6203,19 +6138,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -6966,19 +6888,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -8098,19 +8007,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `If-Match` names another version than the current one */
-            412: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description URL too long */
             414: {
                 headers: {
@@ -8268,19 +8164,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -8922,19 +8805,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `If-Match` names another version than the current one */
-            412: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description URL too long */
             414: {
                 headers: {
@@ -9090,19 +8960,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -9407,19 +9264,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -9916,19 +9760,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -10563,19 +10394,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `If-Match` names another version than the current one */
-            412: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description URL too long */
             414: {
                 headers: {
@@ -10731,19 +10549,6 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
-                headers: {
-                    "x-request-id": components["headers"]["XRequestId"];
-                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `If-Match` names another version than the current one */
-            412: {
                 headers: {
                     "x-request-id": components["headers"]["XRequestId"];
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
