@@ -269,7 +269,7 @@ function cannotAnswer(method: string, op: Json, code: string): boolean {
   const params: Json[] = op.parameters ?? [];
   switch (code) {
     case '412':
-      return !params.some((p) => p.$ref === '#/components/parameters/IfMatch');
+      return !params.some((p) => p.in === 'header' && p.name === 'If-Match');
     case '409':
     case '413':
     case '415':
