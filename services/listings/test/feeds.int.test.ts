@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type { Job } from '@estate/contracts/jobs';
-import { eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
-import { alice, bob, ListingsHarness } from './harness';
+import type { DocumentStore } from '@estate/store';
+import { MongoDocumentStore } from '@estate/store/mongo.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
+import { describeWithEngines, eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
+import { alice, bob, ListingsHarness, log } from './harness';
 
 const FINAL = ['succeeded', 'partially_failed', 'failed'];
 
@@ -20,18 +24,46 @@ const record = (n: number, t: number, extra: Record<string, unknown> = {}): Sour
   ...extra,
 });
 
-describe('feed sync from a RESO Web API source (listings service, embedded adapters)', () => {
+/** A store of its own for one test, and how to drop it. */
+type OpenStore = () => Promise<{ store: DocumentStore; drop(): Promise<void> }>;
+
+const sqlite: OpenStore = async () => {
+  const store = SqliteDocumentStore.open(':memory:');
+  return { store, drop: () => store.close() };
+};
+const mongo =
+  (url: string): OpenStore =>
+  async () => {
+    const store = await MongoDocumentStore.connect(url, { dbName: `feeds_${randomUUID().slice(0, 8)}`, log });
+    return {
+      store,
+      async drop() {
+        await store.dropDatabase();
+        await store.close();
+      },
+    };
+  };
+
+describe('feed sync from a RESO Web API source (listings service, SQLite)', () => feedSuite(sqlite));
+describeWithEngines('feed sync from a RESO Web API source (listings service, MongoDB wire)', ['MONGODB_URL'], (urls) =>
+  feedSuite(mongo(urls.MONGODB_URL)),
+);
+
+function feedSuite(openStore: OpenStore) {
   let h: ListingsHarness;
   let source: ResoTestSource;
+  let opened: Awaited<ReturnType<OpenStore>>;
   const call: ListingsHarness['call'] = (...args) => h.call(...args);
 
   beforeEach(async () => {
-    h = await ListingsHarness.start();
+    opened = await openStore();
+    h = await ListingsHarness.start({ store: opened.store });
     source = await new ResoTestSource().start();
   });
   afterEach(async () => {
     await h.close();
     await source.close();
+    await opened.drop();
   });
 
   const createFeed = async (extra: Record<string, unknown> = {}) => {
@@ -152,4 +184,81 @@ describe('feed sync from a RESO Web API source (listings service, embedded adapt
     expect(failed.ledger!.stopReason).toMatch(/503/);
     expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().cursor).toEqual(first.ledger!.cursorAfter);
   });
-});
+
+  it('refuses plain http, private and loopback sources (422) unless private sources are allowed', async () => {
+    await h.close();
+    h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: false });
+    const body = (serviceRoot: string, auth: Record<string, unknown> = { type: 'bearer', token: 'source-token' }) => ({
+      name: 'Refused',
+      serviceRoot,
+      auth,
+    });
+    const refused = [
+      body(source.url),
+      body('http://feeds.example.com/odata'),
+      body('https://127.0.0.1/odata'),
+      body('https://localhost:8443/odata'),
+      body('https://10.1.2.3/odata'),
+      body('https://192.168.0.10/odata'),
+      body('https://[::1]/odata'),
+      body('https://169.254.169.254/odata'),
+      body('https://203.0.113.7/odata', {
+        type: 'client_credentials',
+        tokenUrl: 'https://10.0.0.5/token',
+        clientId: 'c',
+        clientSecret: 's',
+      }),
+      body('https://203.0.113.7/odata', {
+        type: 'client_credentials',
+        tokenUrl: 'http://auth.example.com/token',
+        clientId: 'c',
+        clientSecret: 's',
+      }),
+    ];
+    for (const attempt of refused) {
+      const res = await call(alice, 'POST', '/v1/feeds', attempt);
+      expect({ root: attempt.serviceRoot, status: res.statusCode }).toEqual({ root: attempt.serviceRoot, status: 422 });
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    }
+    expect((await call(alice, 'GET', '/v1/feeds')).json()).toMatchObject({ total: 0 });
+
+    // A feed made while they were allowed cannot be moved to a private host, and its runs are refused at connection.
+    await h.close();
+    h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: true });
+    source.put(record(1, 1));
+    const feed = await createFeed();
+    await h.close();
+    h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: false });
+    const moved = await call(alice, 'PATCH', `/v1/feeds/${feed.id}`, { serviceRoot: 'https://127.0.0.2/odata' });
+    expect(moved.statusCode).toBe(422);
+    const job = await run(feed.id);
+    expect(job.state).toBe('failed');
+    expect(job.ledger!.stopReason).toMatch(/refused|private|loopback|https/i);
+    expect(source.requests).toEqual([]);
+  });
+
+  it('never exceeds the request budget: per hour, across runs, and per second', async () => {
+    source.put(...[...Array(10).keys()].map((n) => record(n, n)));
+    // Pages of three: the whole feed takes four requests; the budget allows three an hour.
+    const feed = await createFeed({ budget: { requestsPerSecond: 100, requestsPerHour: 3 } });
+    const first = await run(feed.id);
+    expect(source.requests).toHaveLength(3);
+    expect(first.ledger).toMatchObject({ requests: 3, fetched: 9, created: 9 });
+    expect(first.ledger!.stopReason).toMatch(/budget/);
+    // The hour is spent: the next run asks nothing and moves nothing.
+    const second = await run(feed.id);
+    expect(source.requests).toHaveLength(3);
+    expect(second.ledger).toMatchObject({ requests: 0, fetched: 0, cursorAfter: first.ledger!.cursorAfter });
+    expect(second.ledger!.stopReason).toMatch(/budget/);
+
+    // Per second: a fresh feed at 10 requests a second walks four pages never two requests less than 100 ms apart at the source.
+    source.requests.length = 0;
+    source.times.length = 0;
+    const paced = await createFeed({ name: 'Paced', budget: { requestsPerSecond: 10 } });
+    const walked = await run(paced.id);
+    expect(walked.ledger).toMatchObject({ requests: 4, fetched: 10 });
+    expect(source.times).toHaveLength(4);
+    const gaps = source.times.slice(1).map((t, i) => t - source.times[i]);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100);
+  });
+}
