@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Job } from '@estate/contracts/jobs';
-import type { DocumentStore } from '@estate/store';
+import type { DocumentCollection, DocumentStore, StoredDoc } from '@estate/store';
 import { MongoDocumentStore } from '@estate/store/mongo.document-store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { describeWithEngines, eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
@@ -23,6 +23,47 @@ const record = (n: number, t: number, extra: Record<string, unknown> = {}): Sour
   BedroomsTotal: 3,
   ...extra,
 });
+
+/**
+ * A store that "dies" like a killed process: once `dieAt` listing inserts have been asked for, that insert and every
+ * later call on any collection fail, so nothing more is written through it.
+ */
+class DyingStore implements DocumentStore {
+  dead = false;
+  private inserts = 0;
+  constructor(
+    private readonly inner: DocumentStore,
+    private readonly dieAt: number,
+  ) {}
+  get kind() {
+    return this.inner.kind;
+  }
+  async collection<T extends StoredDoc>(name: string, indexes?: Parameters<DocumentStore['collection']>[1]) {
+    const col = await this.inner.collection<T>(name, indexes);
+    const guard =
+      <A extends unknown[], R>(op: string, fn: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        if (name === 'listings' && op === 'insertOne' && ++this.inserts >= this.dieAt) this.dead = true;
+        if (this.dead) throw new Error('the process died');
+        return fn(...args);
+      };
+    const wrapped: DocumentCollection<T> = {
+      insertOne: guard('insertOne', (doc: T) => col.insertOne(doc)),
+      findOne: guard('findOne', (f) => col.findOne(f)),
+      find: guard('find', (f, o) => col.find(f, o)),
+      count: guard('count', (f) => col.count(f)),
+      updateOne: guard('updateOne', (f, u) => col.updateOne(f, u)),
+      updateMany: guard('updateMany', (f, u) => col.updateMany(f, u)),
+      deleteOne: guard('deleteOne', (f) => col.deleteOne(f)),
+      deleteMany: guard('deleteMany', (f) => col.deleteMany(f)),
+    };
+    return wrapped;
+  }
+  ping() {
+    return this.dead ? Promise.reject(new Error('the process died')) : this.inner.ping();
+  }
+  async close() {}
+}
 
 /** A store of its own for one test, and how to drop it. */
 type OpenStore = () => Promise<{ store: DocumentStore; drop(): Promise<void> }>;
@@ -260,5 +301,51 @@ function feedSuite(openStore: OpenStore) {
     expect(source.times).toHaveLength(4);
     const gaps = source.times.slice(1).map((t, i) => t - source.times[i]);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100);
+  });
+
+  it('a run whose process dies mid-page is taken over once its lease lapses: every record applied once', async () => {
+    // Twelve records, pages of five; the process dies asking for its eighth listing insert (the third of page two).
+    source.put(...[...Array(12).keys()].map((n) => record(n, n)));
+    const feed = await createFeed({ pageSize: 5 });
+    await h.close();
+    const dying = new DyingStore(opened.store, 8);
+    h = await ListingsHarness.start({ store: dying });
+    const started = await call(alice, 'POST', `/v1/feeds/${feed.id}/runs`);
+    expect(started.statusCode).toBe(202);
+    const runId = (started.json() as Job).id;
+    await eventually(async () => expect(dying.dead).toBe(true), { timeoutMs: 10_000, intervalMs: 20 });
+    await h.runtime.feedRuns.idle();
+    await h.close().catch(() => undefined);
+
+    // What the dead process left: seven listings written, the run recorded up to page one (the next taker's start).
+    const jobs = await opened.store.collection<Job & { walk?: { listingKey: string } }>('bulk_jobs');
+    const left = (await jobs.findOne({ id: runId }))!;
+    expect(left.state).toBe('running');
+    expect(left.walk).toMatchObject({ listingKey: 'K0004' });
+    const listings = await opened.store.collection<{ id: string; externalId: string }>('listings');
+    expect(await listings.count({})).toBe(7);
+
+    // Another replica (its runner alone: no start-up release of leases) takes the run over when the lease lapses
+    // and replays page two from its start.
+    h = await ListingsHarness.start({ store: opened.store, start: false });
+    h.runtime.feedRuns.start();
+    const job = await eventually(
+      async () => {
+        const current = (await call(alice, 'GET', `/v1/jobs/${runId}`)).json() as Job;
+        if (!FINAL.includes(current.state)) throw new Error(`run still ${current.state}`);
+        return current;
+      },
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
+    expect(job.state).toBe('succeeded');
+    expect(job.ledger).toMatchObject({ fetched: 12, created: 12, updated: 0, unchanged: 0, failed: 0 });
+    // Read from the store: this replica runs no indexer.
+    const all = await (
+      await opened.store.collection<{ id: string; externalId: string; version: number }>('listings')
+    ).find({});
+    expect(all.map((l) => l.externalId).sort()).toEqual([...Array(12).keys()].map((n) => record(n, 0).ListingKey));
+    expect(all.every((l) => l.version === 1)).toBe(true);
+    const cursor = (await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().cursor;
+    expect(cursor).toEqual({ modificationTimestamp: record(11, 11).ModificationTimestamp, listingKey: 'K0011' });
   });
 }

@@ -442,8 +442,11 @@ export class FeedRunWorker {
     );
     const finished = await this.deps.jobs.finish({ ...job, ledger }, this.owner, state, this.deps.clock());
     if (job.feedId) {
-      // The requests of the run's last page, or of its failure, count against the budget too.
-      if (usage) await this.deps.feeds.commit(job.feedId, job.id, { usage }).catch(() => false);
+      // The requests of the run's last page, or of its failure, count against the budget too; and the position the
+      // run recorded is the feed's even when the process that applied the last page died before moving the cursor.
+      const cursor = ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {};
+      if (usage || cursor.cursor)
+        await this.deps.feeds.commit(job.feedId, job.id, { ...(usage ? { usage } : {}), ...cursor }).catch(() => false);
       await this.deps.feeds.releaseRun(job.feedId, job.id);
     }
     if (!finished) return;
