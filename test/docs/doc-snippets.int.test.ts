@@ -25,7 +25,13 @@ import {
  * status). A command fails the test when it exits non-zero, when an answer is 4xx/5xx where the document shows
  * none (or not the one it shows), or when a documented JSON answer has a field the real one lacks.
  */
-const DOCUMENTS = ['README.md', 'docs/api-guide.md', 'docs/webhooks.md', 'clients/typescript/README.md'];
+const DOCUMENTS = [
+  'README.md',
+  'docs/api-guide.md',
+  'docs/webhooks.md',
+  'docs/feeds.md',
+  'clients/typescript/README.md',
+];
 
 /** Blocks tagged `skip-test`, by their first line: each is listed here with the reason, or the test fails. */
 const SKIPPED_BY_DESIGN: Record<string, string> = {
@@ -312,6 +318,23 @@ withProduct('docs/api-guide.md', (run) => {
   const snippets = documented('docs/api-guide.md').filter((s) => s.language === 'shell');
   it.each(snippets.map((s) => [label(s), s] as const))('%s', (_, snippet) => {
     runShellSnippet(run(), snippet);
+  });
+});
+
+// The walkthrough starts a second product (instance B, port 3401) beside the one the test starts (instance A).
+withProduct('docs/feeds.md', (run) => {
+  const snippets = documented('docs/feeds.md').filter((s) => s.language === 'shell');
+  it.each(snippets.map((s) => [label(s), s] as const))('%s', (_, snippet) => {
+    runShellSnippet(run(), snippet);
+  });
+  it('left instance B with the listing of A at its changed price, written twice and no more', async () => {
+    const res = await fetch('http://127.0.0.1:3401/v1/listings?source=instance-a', {
+      headers: { authorization: 'Bearer ek_feeds_walkthrough_b_admin_key_0123456789' },
+    });
+    const { items } = (await res.json()) as { items: Array<{ pricing: { listPrice: number }; version: number }> };
+    expect(items).toEqual([
+      expect.objectContaining({ pricing: expect.objectContaining({ listPrice: 439000 }), version: 2 }),
+    ]);
   });
 });
 

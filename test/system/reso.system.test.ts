@@ -31,7 +31,13 @@ describeWithEngines(
     let ids: string[];
 
     beforeAll(async () => {
-      cluster = await startCluster({ name: 'sysreso', engines: urls, keys: { platform: false }, logLevel: 'warn' });
+      cluster = await startCluster({
+        name: 'sysreso',
+        engines: urls,
+        logLevel: 'warn',
+        // The feed test syncs one account from the gateway's own RESO server, on this host.
+        env: { listings: { FEEDS_ALLOW_PRIVATE_SOURCES: '1' } },
+      });
       api = apiClient(cluster.gateway, cluster.keys.admin);
       ids = await seedCoreListings(cluster.gateway, cluster.keys.admin);
       const jpeg = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#a63' } })
@@ -91,6 +97,71 @@ describeWithEngines(
       expect(image.status).toBe(200);
       const agent = await fetch(`${cluster.gateway}/reso/odata/Property`);
       expect(agent.status).toBe(401);
+    });
+
+    it('syncs one account into another through a feed (POST /v1/feeds at the gateway), then only what changed', async () => {
+      const mirror = await apiClient(cluster.gateway, cluster.keys.platform)('POST', '/v1/accounts', {
+        name: `Mirror ${cluster.run}`,
+      });
+      expect(mirror.status).toBe(201);
+      const b = apiClient(cluster.gateway, mirror.body.adminKey.secret);
+      const created = await b('POST', '/v1/feeds', {
+        name: 'First account',
+        serviceRoot: `${cluster.gateway}/reso/odata`,
+        auth: { type: 'bearer', token: cluster.keys.admin },
+        originatingSystemName: 'first-account',
+        budget: { requestsPerSecond: 50 },
+        pageSize: 3,
+      });
+      expect(created.status).toBe(201);
+      expect((await b('GET', '/v1/feeds')).body).toMatchObject({ total: 1 });
+      const run = async () => {
+        const started = await b('POST', `/v1/feeds/${created.body.id}/runs`);
+        expect(started.status).toBe(202);
+        return eventually(
+          async () => {
+            const job = (await b('GET', `/v1/jobs/${started.body.id}`)).body;
+            if (['queued', 'running'].includes(job.state)) throw new Error(`run still ${job.state}`);
+            return job as { state: string; ledger: Record<string, number>; errors: unknown[] };
+          },
+          { timeoutMs: 60_000, intervalMs: 100 },
+        );
+      };
+      const first = await run();
+      expect({ state: first.state, errors: first.errors }).toEqual({ state: 'succeeded', errors: [] });
+      expect(first.ledger).toMatchObject({ fetched: ids.length, created: ids.length, failed: 0 });
+      const mirrored = async () =>
+        new Map(
+          ((await b('GET', '/v1/listings?limit=100')).body.items as Array<{ externalId: string; version: number }>).map(
+            (l) => [l.externalId, l],
+          ),
+        );
+      // Search follows the events of the second account's writes.
+      await eventually(async () => expect([...(await mirrored()).keys()].sort()).toEqual([...ids].sort()), {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
+
+      // A price changes in the first account; once its RESO server shows it, the next run writes that alone.
+      expect((await api('PATCH', `/v1/listings/${ids[1]}`, { pricing: { listPrice: 123_456 } })).status).toBe(200);
+      await eventually(
+        async () => {
+          const row = await api('GET', `/reso/odata/Property('${ids[1]}')?$select=ListPrice`);
+          expect(row.body.ListPrice).toBe(123_456);
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      const second = await run();
+      expect(second.state).toBe('succeeded');
+      expect(second.ledger).toMatchObject({ created: 0, updated: 1, failed: 0 });
+      await eventually(
+        async () => {
+          const after = await mirrored();
+          expect(after.get(ids[1])).toMatchObject({ version: 2, pricing: { listPrice: 123_456 } });
+          expect(after.get(ids[0])!.version).toBe(1);
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
     });
 
     it(

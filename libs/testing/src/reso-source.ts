@@ -27,6 +27,8 @@ export class ResoTestSource {
   faults: SourceFaults = {};
   /** Every request's path and query, in order. */
   readonly requests: string[] = [];
+  /** When each request arrived (ms since the epoch), in order. */
+  readonly times: number[] = [];
   private nextLinksUsed = 0;
   private server?: Server;
   url = '';
@@ -35,6 +37,7 @@ export class ResoTestSource {
     this.server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://source.invalid');
       this.requests.push(`${url.pathname}${url.search}`);
+      this.times.push(Date.now());
       const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(body));

@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type { Job } from '@estate/contracts/jobs';
-import { eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
-import { alice, bob, ListingsHarness } from './harness';
+import type { DocumentCollection, DocumentStore, StoredDoc } from '@estate/store';
+import { MongoDocumentStore } from '@estate/store/mongo.document-store';
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
+import { describeWithEngines, eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
+import { alice, bob, ListingsHarness, log } from './harness';
 
 const FINAL = ['succeeded', 'partially_failed', 'failed'];
 
@@ -20,18 +24,87 @@ const record = (n: number, t: number, extra: Record<string, unknown> = {}): Sour
   ...extra,
 });
 
-describe('feed sync from a RESO Web API source (listings service, embedded adapters)', () => {
+/**
+ * A store that "dies" like a killed process: once `dieAt` listing inserts have been asked for, that insert and every
+ * later call on any collection fail, so nothing more is written through it.
+ */
+class DyingStore implements DocumentStore {
+  dead = false;
+  private inserts = 0;
+  constructor(
+    private readonly inner: DocumentStore,
+    private readonly dieAt: number,
+  ) {}
+  get kind() {
+    return this.inner.kind;
+  }
+  async collection<T extends StoredDoc>(name: string, indexes?: Parameters<DocumentStore['collection']>[1]) {
+    const col = await this.inner.collection<T>(name, indexes);
+    const guard =
+      <A extends unknown[], R>(op: string, fn: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        if (name === 'listings' && op === 'insertOne' && ++this.inserts >= this.dieAt) this.dead = true;
+        if (this.dead) throw new Error('the process died');
+        return fn(...args);
+      };
+    const wrapped: DocumentCollection<T> = {
+      insertOne: guard('insertOne', (doc: T) => col.insertOne(doc)),
+      findOne: guard('findOne', (f) => col.findOne(f)),
+      find: guard('find', (f, o) => col.find(f, o)),
+      count: guard('count', (f) => col.count(f)),
+      updateOne: guard('updateOne', (f, u) => col.updateOne(f, u)),
+      updateMany: guard('updateMany', (f, u) => col.updateMany(f, u)),
+      deleteOne: guard('deleteOne', (f) => col.deleteOne(f)),
+      deleteMany: guard('deleteMany', (f) => col.deleteMany(f)),
+    };
+    return wrapped;
+  }
+  ping() {
+    return this.dead ? Promise.reject(new Error('the process died')) : this.inner.ping();
+  }
+  async close() {}
+}
+
+/** A store of its own for one test, and how to drop it. */
+type OpenStore = () => Promise<{ store: DocumentStore; drop(): Promise<void> }>;
+
+const sqlite: OpenStore = async () => {
+  const store = SqliteDocumentStore.open(':memory:');
+  return { store, drop: () => store.close() };
+};
+const mongo =
+  (url: string): OpenStore =>
+  async () => {
+    const store = await MongoDocumentStore.connect(url, { dbName: `feeds_${randomUUID().slice(0, 8)}`, log });
+    return {
+      store,
+      async drop() {
+        await store.dropDatabase();
+        await store.close();
+      },
+    };
+  };
+
+describe('feed sync from a RESO Web API source (listings service, SQLite)', () => feedSuite(sqlite));
+describeWithEngines('feed sync from a RESO Web API source (listings service, MongoDB wire)', ['MONGODB_URL'], (urls) =>
+  feedSuite(mongo(urls.MONGODB_URL)),
+);
+
+function feedSuite(openStore: OpenStore) {
   let h: ListingsHarness;
   let source: ResoTestSource;
+  let opened: Awaited<ReturnType<OpenStore>>;
   const call: ListingsHarness['call'] = (...args) => h.call(...args);
 
   beforeEach(async () => {
-    h = await ListingsHarness.start();
+    opened = await openStore();
+    h = await ListingsHarness.start({ store: opened.store });
     source = await new ResoTestSource().start();
   });
   afterEach(async () => {
     await h.close();
     await source.close();
+    await opened.drop();
   });
 
   const createFeed = async (extra: Record<string, unknown> = {}) => {
@@ -152,4 +225,127 @@ describe('feed sync from a RESO Web API source (listings service, embedded adapt
     expect(failed.ledger!.stopReason).toMatch(/503/);
     expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().cursor).toEqual(first.ledger!.cursorAfter);
   });
-});
+
+  it('refuses plain http, private and loopback sources (422) unless private sources are allowed', async () => {
+    await h.close();
+    h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: false });
+    const body = (serviceRoot: string, auth: Record<string, unknown> = { type: 'bearer', token: 'source-token' }) => ({
+      name: 'Refused',
+      serviceRoot,
+      auth,
+    });
+    const refused = [
+      body(source.url),
+      body('http://feeds.example.com/odata'),
+      body('https://127.0.0.1/odata'),
+      body('https://localhost:8443/odata'),
+      body('https://10.1.2.3/odata'),
+      body('https://192.168.0.10/odata'),
+      body('https://[::1]/odata'),
+      body('https://169.254.169.254/odata'),
+      body('https://203.0.113.7/odata', {
+        type: 'client_credentials',
+        tokenUrl: 'https://10.0.0.5/token',
+        clientId: 'c',
+        clientSecret: 's',
+      }),
+      body('https://203.0.113.7/odata', {
+        type: 'client_credentials',
+        tokenUrl: 'http://auth.example.com/token',
+        clientId: 'c',
+        clientSecret: 's',
+      }),
+    ];
+    for (const attempt of refused) {
+      const res = await call(alice, 'POST', '/v1/feeds', attempt);
+      expect({ root: attempt.serviceRoot, status: res.statusCode }).toEqual({ root: attempt.serviceRoot, status: 422 });
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+    }
+    expect((await call(alice, 'GET', '/v1/feeds')).json()).toMatchObject({ total: 0 });
+
+    // A feed made while they were allowed cannot be moved to a private host, and its runs are refused at connection.
+    await h.close();
+    h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: true });
+    source.put(record(1, 1));
+    const feed = await createFeed();
+    await h.close();
+    h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: false });
+    const moved = await call(alice, 'PATCH', `/v1/feeds/${feed.id}`, { serviceRoot: 'https://127.0.0.2/odata' });
+    expect(moved.statusCode).toBe(422);
+    const job = await run(feed.id);
+    expect(job.state).toBe('failed');
+    expect(job.ledger!.stopReason).toMatch(/refused|private|loopback|https/i);
+    expect(source.requests).toEqual([]);
+  });
+
+  it('never exceeds the request budget: per hour, across runs, and per second', async () => {
+    source.put(...[...Array(10).keys()].map((n) => record(n, n)));
+    // Pages of three: the whole feed takes four requests; the budget allows three an hour.
+    const feed = await createFeed({ budget: { requestsPerSecond: 100, requestsPerHour: 3 } });
+    const first = await run(feed.id);
+    expect(source.requests).toHaveLength(3);
+    expect(first.ledger).toMatchObject({ requests: 3, fetched: 9, created: 9 });
+    expect(first.ledger!.stopReason).toMatch(/budget/);
+    // The hour is spent: the next run asks nothing and moves nothing.
+    const second = await run(feed.id);
+    expect(source.requests).toHaveLength(3);
+    expect(second.ledger).toMatchObject({ requests: 0, fetched: 0, cursorAfter: first.ledger!.cursorAfter });
+    expect(second.ledger!.stopReason).toMatch(/budget/);
+
+    // Per second: a fresh feed at 10 requests a second walks four pages never two requests less than 100 ms apart at the source.
+    source.requests.length = 0;
+    source.times.length = 0;
+    const paced = await createFeed({ name: 'Paced', budget: { requestsPerSecond: 10 } });
+    const walked = await run(paced.id);
+    expect(walked.ledger).toMatchObject({ requests: 4, fetched: 10 });
+    expect(source.times).toHaveLength(4);
+    const gaps = source.times.slice(1).map((t, i) => t - source.times[i]);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100);
+  });
+
+  it('a run whose process dies mid-page is taken over once its lease lapses: every record applied once', async () => {
+    // Twelve records, pages of five; the process dies asking for its eighth listing insert (the third of page two).
+    source.put(...[...Array(12).keys()].map((n) => record(n, n)));
+    const feed = await createFeed({ pageSize: 5 });
+    await h.close();
+    const dying = new DyingStore(opened.store, 8);
+    h = await ListingsHarness.start({ store: dying });
+    const started = await call(alice, 'POST', `/v1/feeds/${feed.id}/runs`);
+    expect(started.statusCode).toBe(202);
+    const runId = (started.json() as Job).id;
+    await eventually(async () => expect(dying.dead).toBe(true), { timeoutMs: 10_000, intervalMs: 20 });
+    await h.runtime.feedRuns.idle();
+    await h.close().catch(() => undefined);
+
+    // What the dead process left: seven listings written, the run recorded up to page one (the next taker's start).
+    const jobs = await opened.store.collection<Job & { walk?: { listingKey: string } }>('bulk_jobs');
+    const left = (await jobs.findOne({ id: runId }))!;
+    expect(left.state).toBe('running');
+    expect(left.walk).toMatchObject({ listingKey: 'K0004' });
+    const listings = await opened.store.collection<{ id: string; externalId: string }>('listings');
+    expect(await listings.count({})).toBe(7);
+
+    // Another replica (its runner alone: no start-up release of leases) takes the run over when the lease lapses
+    // and replays page two from its start.
+    h = await ListingsHarness.start({ store: opened.store, start: false });
+    h.runtime.feedRuns.start();
+    const job = await eventually(
+      async () => {
+        const current = (await call(alice, 'GET', `/v1/jobs/${runId}`)).json() as Job;
+        if (!FINAL.includes(current.state)) throw new Error(`run still ${current.state}`);
+        return current;
+      },
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
+    expect(job.state).toBe('succeeded');
+    expect(job.ledger).toMatchObject({ fetched: 12, created: 12, updated: 0, unchanged: 0, failed: 0 });
+    // Read from the store: this replica runs no indexer.
+    const all = await (
+      await opened.store.collection<{ id: string; externalId: string; version: number }>('listings')
+    ).find({});
+    expect(all.map((l) => l.externalId).sort()).toEqual([...Array(12).keys()].map((n) => record(n, 0).ListingKey));
+    expect(all.every((l) => l.version === 1)).toBe(true);
+    const cursor = (await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().cursor;
+    expect(cursor).toEqual({ modificationTimestamp: record(11, 11).ModificationTimestamp, listingKey: 'K0011' });
+  });
+}

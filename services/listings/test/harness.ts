@@ -38,6 +38,8 @@ export class ListingsHarness {
   /** Every job progress notice, in order and across restarts. */
   readonly progress: JobProgress[] = [];
   app!: FastifyInstance;
+  /** Whether feeds may read from http, private and loopback sources (FEEDS_ALLOW_PRIVATE_SOURCES). */
+  allowPrivateSources = true;
   runtime!: ListingsRuntime;
   bus!: MemoryBus;
 
@@ -49,8 +51,11 @@ export class ListingsHarness {
    * A started service; with `start: false` its runtime is composed but not started (no subscriber, no worker).
    * On NeDB in memory unless a store is given.
    */
-  static async start(options: { start?: boolean; store?: DocumentStore } = {}): Promise<ListingsHarness> {
+  static async start(
+    options: { start?: boolean; store?: DocumentStore; allowPrivateSources?: boolean } = {},
+  ): Promise<ListingsHarness> {
     const harness = new ListingsHarness(options.store ?? SqliteDocumentStore.open(':memory:'));
+    harness.allowPrivateSources = options.allowPrivateSources ?? true;
     await harness.boot(options.start ?? true);
     return harness;
   }
@@ -78,7 +83,12 @@ export class ListingsHarness {
       bus: this.bus,
       log,
       index: new MemoryListingIndex(),
-      feeds: { secretKey: FEEDS_TEST_KEY, allowPrivateSources: true, pollMs: 100, leaseMs: 2000 },
+      feeds: {
+        secretKey: FEEDS_TEST_KEY,
+        allowPrivateSources: this.allowPrivateSources,
+        pollMs: 100,
+        leaseMs: 2000,
+      },
     });
     this.app = await serveBehindGateway({ service: 'listings', log, plugin: listingsApp, runtime: this.runtime });
     if (start) await this.runtime.start();

@@ -96,11 +96,13 @@ export class FeedRepository {
   async commit(
     id: string,
     runId: string,
-    change: { cursor?: FeedCursor; usage: Array<{ minute: number; count: number }> },
+    change: { cursor?: FeedCursor; usage?: Array<{ minute: number; count: number }> },
   ): Promise<boolean> {
     const saved = await this.collection.updateOne(
       { id, activeRunId: runId },
-      { $set: { usage: change.usage, ...(change.cursor ? { cursor: change.cursor } : {}) } },
+      {
+        $set: { ...(change.usage ? { usage: change.usage } : {}), ...(change.cursor ? { cursor: change.cursor } : {}) },
+      },
     );
     return saved !== null;
   }

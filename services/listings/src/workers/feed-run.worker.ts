@@ -74,6 +74,7 @@ interface Running {
   ctx: RequestContext;
   usage: Usage;
   token?: string;
+  /** When the previous request's answer (or failure) came back. */
   lastRequestAt: number;
   leaseLost: boolean;
 }
@@ -293,12 +294,17 @@ export class FeedRunWorker {
         `the request budget of ${budget.requestsPerHour} an hour is spent; the next run goes on`,
         false,
       );
+    // Spaced from the previous answer, not the previous sending: however long a request takes to arrive, the
+    // source never sees two closer than 1/requestsPerSecond apart.
     const gap = 1000 / budget.requestsPerSecond - (Date.now() - state.lastRequestAt);
     if (gap > 0) await this.sleep(gap);
-    state.lastRequestAt = Date.now();
     state.usage = countRequest(state.usage, this.deps.clock());
     state.job.ledger!.requests++;
-    return this.deps.source.request(url, { ...init, headers: { ...init.headers, ...auth } });
+    try {
+      return await this.deps.source.request(url, { ...init, headers: { ...init.headers, ...auth } });
+    } finally {
+      state.lastRequestAt = Date.now();
+    }
   }
 
   private async tokenOf(state: Running): Promise<string> {
@@ -436,8 +442,11 @@ export class FeedRunWorker {
     );
     const finished = await this.deps.jobs.finish({ ...job, ledger }, this.owner, state, this.deps.clock());
     if (job.feedId) {
-      // The requests of the run's last page, or of its failure, count against the budget too.
-      if (usage) await this.deps.feeds.commit(job.feedId, job.id, { usage }).catch(() => false);
+      // The requests of the run's last page, or of its failure, count against the budget too; and the position the
+      // run recorded is the feed's even when the process that applied the last page died before moving the cursor.
+      const cursor = ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {};
+      if (usage || cursor.cursor)
+        await this.deps.feeds.commit(job.feedId, job.id, { ...(usage ? { usage } : {}), ...cursor }).catch(() => false);
       await this.deps.feeds.releaseRun(job.feedId, job.id);
     }
     if (!finished) return;
