@@ -199,7 +199,9 @@ export class FeedRunWorker {
         err instanceof RunStopped
           ? err
           : new RunStopped(err instanceof SourceUnreachable ? err.message : 'the run failed (see the logs)', true);
-      if (!(err instanceof RunStopped)) log.error({ err }, 'feed run stopped');
+      // A source that cannot be reached is the feed's condition, told in the run's ledger; anything else is ours.
+      if (err instanceof SourceUnreachable) log.warn({ reason: err.message }, 'feed run stopped: source unreachable');
+      else if (!(err instanceof RunStopped)) log.error({ err }, 'feed run stopped');
       await this.end(
         state.job,
         { stopReason: stopped.reason, sourceFailed: stopped.sourceFailed },
