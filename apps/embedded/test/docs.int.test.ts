@@ -70,7 +70,7 @@ describe('/docs in a real browser', () => {
     expect(failures).toEqual([]);
   }, 90_000);
 
-  it("carries the product's name, not the UI's, and integer examples without safe-integer bounds", async () => {
+  it("carries the product's name, not the UI's, answer examples from the contracts, and integers without safe-integer bounds", async () => {
     const page = await browser.newPage();
     await page.goto(`${base}/docs`, { waitUntil: 'networkidle0', timeout: 30_000 });
     const operation = '#operations-listings-getListing';
@@ -92,7 +92,22 @@ describe('/docs in a real browser', () => {
       `${operation} .responses-wrapper`,
       (el) => (el as unknown as { innerText: string }).innerText,
     );
-    expect(answers).toContain('"version": 0');
+    // The contract's own example of a listing, not placeholders.
+    expect(answers).toContain('"id": "lst_4kq9Zr2mXw"');
+    expect(answers).toContain('"version": 3');
     expect(answers).not.toContain('9007199254740991');
+
+    // An answer without an example of its own: integers drawn from the schema carry no safe-integer bound.
+    const agent = '#operations-agents-getAgent';
+    await page.click(`${agent} .opblock-summary-control`);
+    await page.waitForSelector(`${agent} .responses-wrapper .example, ${agent} .responses-wrapper pre`, {
+      timeout: 30_000,
+    });
+    const agentAnswers = await page.$eval(
+      `${agent} .responses-wrapper`,
+      (el) => (el as unknown as { innerText: string }).innerText,
+    );
+    expect(agentAnswers).toContain('"version": 0');
+    expect(agentAnswers).not.toContain('9007199254740991');
   }, 90_000);
 });

@@ -1102,6 +1102,116 @@ export interface components {
             startedAt: string | null;
             finishedAt: string | null;
         };
+        /**
+         * @example {
+         *       "id": "lead_8Jd2kPq0",
+         *       "name": "Jordan Reyes",
+         *       "email": "jordan.reyes@example.com",
+         *       "phone": "+15125550142",
+         *       "source": "zillow",
+         *       "status": "new",
+         *       "agentId": "agt_3Hn8vQ1c",
+         *       "assignment": {
+         *         "ruleId": null,
+         *         "strategy": "round_robin",
+         *         "reason": "team default: round robin over 1 candidate (turn 1) chose Casey Morgan (agt_3Hn8vQ1c)",
+         *         "assignedAt": "2026-05-04T16:02:00.004Z"
+         *       },
+         *       "score": 63,
+         *       "scoreSource": "engine",
+         *       "scoreBreakdown": {
+         *         "engineScore": 63,
+         *         "components": {
+         *           "contact": {
+         *             "weight": 15,
+         *             "signal": 1,
+         *             "points": 15,
+         *             "detail": "email and phone"
+         *           },
+         *           "source": {
+         *             "weight": 20,
+         *             "signal": 0.6,
+         *             "points": 12,
+         *             "detail": "source zillow: quality 0.6"
+         *           },
+         *           "engagement": {
+         *             "weight": 35,
+         *             "signal": 0.17,
+         *             "points": 6,
+         *             "detail": "1 × inquiry (10) = 10 of 60 points"
+         *           },
+         *           "recency": {
+         *             "weight": 20,
+         *             "signal": 1,
+         *             "points": 20,
+         *             "detail": "last engagement 0 days ago, half-life 14 days"
+         *           },
+         *           "interest": {
+         *             "weight": 10,
+         *             "signal": 1,
+         *             "points": 10,
+         *             "detail": "1 of 1 interests on the market"
+         *           }
+         *         },
+         *         "computedAt": "2026-05-04T16:02:00.005Z"
+         *       },
+         *       "tags": [],
+         *       "propertyInterests": [
+         *         {
+         *           "listingId": "lst_4kq9Zr2mXw",
+         *           "note": null,
+         *           "listing": {
+         *             "id": "lst_4kq9Zr2mXw",
+         *             "status": "active",
+         *             "propertyType": "residential",
+         *             "price": {
+         *               "listPrice": 450000,
+         *               "currency": "USD"
+         *             },
+         *             "address": {
+         *               "street": "1 Main St",
+         *               "unit": null,
+         *               "city": "Austin",
+         *               "stateOrProvince": "TX",
+         *               "postalCode": "78701",
+         *               "country": "US"
+         *             },
+         *             "primaryPhoto": {
+         *               "id": "med_2b7XkQ",
+         *               "urls": {
+         *                 "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+         *                 "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+         *                 "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+         *               }
+         *             },
+         *             "updatedAt": "2026-05-04T15:31:12.000Z"
+         *           }
+         *         }
+         *       ],
+         *       "latestActivities": [
+         *         {
+         *           "id": "act_5Rt2mLx9",
+         *           "type": "assignment",
+         *           "customType": null,
+         *           "occurredAt": "2026-05-04T16:02:00.004Z",
+         *           "summary": "Assigned to agt_3Hn8vQ1c",
+         *           "listingId": null
+         *         },
+         *         {
+         *           "id": "act_1Qw7pZk3",
+         *           "type": "inquiry",
+         *           "customType": null,
+         *           "occurredAt": "2026-05-04T16:02:00.000Z",
+         *           "summary": "Is the house on Main St still available? We would like to see it this weekend.",
+         *           "listingId": "lst_4kq9Zr2mXw"
+         *         }
+         *       ],
+         *       "createdAt": "2026-05-04T16:02:00.000Z",
+         *       "updatedAt": "2026-05-04T16:02:00.004Z",
+         *       "lastActivityAt": "2026-05-04T16:02:00.004Z",
+         *       "version": 2
+         *     }
+         */
         Lead: {
             id: string;
             name: string;
@@ -1280,6 +1390,64 @@ export interface components {
             score?: number | null;
             tags?: string[] | null;
         };
+        /**
+         * @example {
+         *       "id": "lst_4kq9Zr2mXw",
+         *       "externalId": "MLS-123",
+         *       "source": "acme-mls",
+         *       "mlsNumber": "123",
+         *       "status": "active",
+         *       "pricing": {
+         *         "listPrice": 450000,
+         *         "currency": "USD",
+         *         "pricePerArea": 243.24
+         *       },
+         *       "propertyDetails": {
+         *         "propertyType": "residential",
+         *         "propertySubType": "single_family",
+         *         "bedrooms": 3,
+         *         "bathrooms": 2,
+         *         "livingArea": 1850,
+         *         "livingAreaUnits": "sqft",
+         *         "lotSize": 5000,
+         *         "yearBuilt": 1998,
+         *         "description": "Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.",
+         *         "features": [
+         *           "garage",
+         *           "fireplace"
+         *         ]
+         *       },
+         *       "location": {
+         *         "address": {
+         *           "street": "1 Main St",
+         *           "unit": null,
+         *           "city": "Austin",
+         *           "stateOrProvince": "TX",
+         *           "postalCode": "78701",
+         *           "country": "US"
+         *         },
+         *         "latitude": 30.27,
+         *         "longitude": -97.74
+         *       },
+         *       "media": {
+         *         "photoCount": 1,
+         *         "primaryPhoto": {
+         *           "id": "med_2b7XkQ",
+         *           "urls": {
+         *             "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+         *             "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+         *             "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+         *           },
+         *           "caption": "Front of the house"
+         *         },
+         *         "virtualTours": []
+         *       },
+         *       "listedAt": "2026-05-04T15:30:00.000Z",
+         *       "version": 3,
+         *       "createdAt": "2026-05-04T15:30:00.000Z",
+         *       "updatedAt": "2026-05-04T15:31:12.000Z"
+         *     }
+         */
         Listing: {
             id: string;
             externalId?: string;
@@ -1569,6 +1737,31 @@ export interface components {
                 longitude?: number | null;
             };
         };
+        /**
+         * @example {
+         *       "id": "med_2b7XkQ",
+         *       "listingId": "lst_4kq9Zr2mXw",
+         *       "kind": "image",
+         *       "caption": "Front of the house",
+         *       "order": 0,
+         *       "isPrimary": true,
+         *       "status": "ready",
+         *       "failureReason": null,
+         *       "width": 1200,
+         *       "height": 800,
+         *       "bytes": 284113,
+         *       "contentType": "image/jpeg",
+         *       "url": null,
+         *       "urls": {
+         *         "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+         *         "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+         *         "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+         *       },
+         *       "version": 2,
+         *       "createdAt": "2026-05-04T15:31:10.000Z",
+         *       "updatedAt": "2026-05-04T15:31:12.000Z"
+         *     }
+         */
         Media: {
             id: string;
             listingId: string;
@@ -3163,6 +3356,64 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "lst_4kq9Zr2mXw",
+                     *       "externalId": "MLS-123",
+                     *       "source": "acme-mls",
+                     *       "mlsNumber": "123",
+                     *       "status": "active",
+                     *       "pricing": {
+                     *         "listPrice": 450000,
+                     *         "currency": "USD",
+                     *         "pricePerArea": 243.24
+                     *       },
+                     *       "propertyDetails": {
+                     *         "propertyType": "residential",
+                     *         "propertySubType": "single_family",
+                     *         "bedrooms": 3,
+                     *         "bathrooms": 2,
+                     *         "livingArea": 1850,
+                     *         "livingAreaUnits": "sqft",
+                     *         "lotSize": 5000,
+                     *         "yearBuilt": 1998,
+                     *         "description": "Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.",
+                     *         "features": [
+                     *           "garage",
+                     *           "fireplace"
+                     *         ]
+                     *       },
+                     *       "location": {
+                     *         "address": {
+                     *           "street": "1 Main St",
+                     *           "unit": null,
+                     *           "city": "Austin",
+                     *           "stateOrProvince": "TX",
+                     *           "postalCode": "78701",
+                     *           "country": "US"
+                     *         },
+                     *         "latitude": 30.27,
+                     *         "longitude": -97.74
+                     *       },
+                     *       "media": {
+                     *         "photoCount": 1,
+                     *         "primaryPhoto": {
+                     *           "id": "med_2b7XkQ",
+                     *           "urls": {
+                     *             "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *             "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *             "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *           },
+                     *           "caption": "Front of the house"
+                     *         },
+                     *         "virtualTours": []
+                     *       },
+                     *       "listedAt": "2026-05-04T15:30:00.000Z",
+                     *       "version": 3,
+                     *       "createdAt": "2026-05-04T15:30:00.000Z",
+                     *       "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Listing"];
                 };
             };
@@ -3334,6 +3585,64 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "lst_4kq9Zr2mXw",
+                     *       "externalId": "MLS-123",
+                     *       "source": "acme-mls",
+                     *       "mlsNumber": "123",
+                     *       "status": "active",
+                     *       "pricing": {
+                     *         "listPrice": 450000,
+                     *         "currency": "USD",
+                     *         "pricePerArea": 243.24
+                     *       },
+                     *       "propertyDetails": {
+                     *         "propertyType": "residential",
+                     *         "propertySubType": "single_family",
+                     *         "bedrooms": 3,
+                     *         "bathrooms": 2,
+                     *         "livingArea": 1850,
+                     *         "livingAreaUnits": "sqft",
+                     *         "lotSize": 5000,
+                     *         "yearBuilt": 1998,
+                     *         "description": "Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.",
+                     *         "features": [
+                     *           "garage",
+                     *           "fireplace"
+                     *         ]
+                     *       },
+                     *       "location": {
+                     *         "address": {
+                     *           "street": "1 Main St",
+                     *           "unit": null,
+                     *           "city": "Austin",
+                     *           "stateOrProvince": "TX",
+                     *           "postalCode": "78701",
+                     *           "country": "US"
+                     *         },
+                     *         "latitude": 30.27,
+                     *         "longitude": -97.74
+                     *       },
+                     *       "media": {
+                     *         "photoCount": 1,
+                     *         "primaryPhoto": {
+                     *           "id": "med_2b7XkQ",
+                     *           "urls": {
+                     *             "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *             "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *             "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *           },
+                     *           "caption": "Front of the house"
+                     *         },
+                     *         "virtualTours": []
+                     *       },
+                     *       "listedAt": "2026-05-04T15:30:00.000Z",
+                     *       "version": 3,
+                     *       "createdAt": "2026-05-04T15:30:00.000Z",
+                     *       "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Listing"];
                 };
             };
@@ -3660,6 +3969,64 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "lst_4kq9Zr2mXw",
+                     *       "externalId": "MLS-123",
+                     *       "source": "acme-mls",
+                     *       "mlsNumber": "123",
+                     *       "status": "active",
+                     *       "pricing": {
+                     *         "listPrice": 450000,
+                     *         "currency": "USD",
+                     *         "pricePerArea": 243.24
+                     *       },
+                     *       "propertyDetails": {
+                     *         "propertyType": "residential",
+                     *         "propertySubType": "single_family",
+                     *         "bedrooms": 3,
+                     *         "bathrooms": 2,
+                     *         "livingArea": 1850,
+                     *         "livingAreaUnits": "sqft",
+                     *         "lotSize": 5000,
+                     *         "yearBuilt": 1998,
+                     *         "description": "Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.",
+                     *         "features": [
+                     *           "garage",
+                     *           "fireplace"
+                     *         ]
+                     *       },
+                     *       "location": {
+                     *         "address": {
+                     *           "street": "1 Main St",
+                     *           "unit": null,
+                     *           "city": "Austin",
+                     *           "stateOrProvince": "TX",
+                     *           "postalCode": "78701",
+                     *           "country": "US"
+                     *         },
+                     *         "latitude": 30.27,
+                     *         "longitude": -97.74
+                     *       },
+                     *       "media": {
+                     *         "photoCount": 1,
+                     *         "primaryPhoto": {
+                     *           "id": "med_2b7XkQ",
+                     *           "urls": {
+                     *             "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *             "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *             "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *           },
+                     *           "caption": "Front of the house"
+                     *         },
+                     *         "virtualTours": []
+                     *       },
+                     *       "listedAt": "2026-05-04T15:30:00.000Z",
+                     *       "version": 3,
+                     *       "createdAt": "2026-05-04T15:30:00.000Z",
+                     *       "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Listing"];
                 };
             };
@@ -5796,6 +6163,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "med_2b7XkQ",
+                     *       "listingId": "lst_4kq9Zr2mXw",
+                     *       "kind": "image",
+                     *       "caption": "Front of the house",
+                     *       "order": 0,
+                     *       "isPrimary": true,
+                     *       "status": "ready",
+                     *       "failureReason": null,
+                     *       "width": 1200,
+                     *       "height": 800,
+                     *       "bytes": 284113,
+                     *       "contentType": "image/jpeg",
+                     *       "url": null,
+                     *       "urls": {
+                     *         "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *         "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *         "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *       },
+                     *       "version": 2,
+                     *       "createdAt": "2026-05-04T15:31:10.000Z",
+                     *       "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Media"];
                 };
             };
@@ -6146,6 +6538,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "med_2b7XkQ",
+                     *       "listingId": "lst_4kq9Zr2mXw",
+                     *       "kind": "image",
+                     *       "caption": "Front of the house",
+                     *       "order": 0,
+                     *       "isPrimary": true,
+                     *       "status": "ready",
+                     *       "failureReason": null,
+                     *       "width": 1200,
+                     *       "height": 800,
+                     *       "bytes": 284113,
+                     *       "contentType": "image/jpeg",
+                     *       "url": null,
+                     *       "urls": {
+                     *         "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *         "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *         "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *       },
+                     *       "version": 2,
+                     *       "createdAt": "2026-05-04T15:31:10.000Z",
+                     *       "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Media"];
                 };
             };
@@ -6750,6 +7167,116 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "lead_8Jd2kPq0",
+                     *       "name": "Jordan Reyes",
+                     *       "email": "jordan.reyes@example.com",
+                     *       "phone": "+15125550142",
+                     *       "source": "zillow",
+                     *       "status": "new",
+                     *       "agentId": "agt_3Hn8vQ1c",
+                     *       "assignment": {
+                     *         "ruleId": null,
+                     *         "strategy": "round_robin",
+                     *         "reason": "team default: round robin over 1 candidate (turn 1) chose Casey Morgan (agt_3Hn8vQ1c)",
+                     *         "assignedAt": "2026-05-04T16:02:00.004Z"
+                     *       },
+                     *       "score": 63,
+                     *       "scoreSource": "engine",
+                     *       "scoreBreakdown": {
+                     *         "engineScore": 63,
+                     *         "components": {
+                     *           "contact": {
+                     *             "weight": 15,
+                     *             "signal": 1,
+                     *             "points": 15,
+                     *             "detail": "email and phone"
+                     *           },
+                     *           "source": {
+                     *             "weight": 20,
+                     *             "signal": 0.6,
+                     *             "points": 12,
+                     *             "detail": "source zillow: quality 0.6"
+                     *           },
+                     *           "engagement": {
+                     *             "weight": 35,
+                     *             "signal": 0.17,
+                     *             "points": 6,
+                     *             "detail": "1 × inquiry (10) = 10 of 60 points"
+                     *           },
+                     *           "recency": {
+                     *             "weight": 20,
+                     *             "signal": 1,
+                     *             "points": 20,
+                     *             "detail": "last engagement 0 days ago, half-life 14 days"
+                     *           },
+                     *           "interest": {
+                     *             "weight": 10,
+                     *             "signal": 1,
+                     *             "points": 10,
+                     *             "detail": "1 of 1 interests on the market"
+                     *           }
+                     *         },
+                     *         "computedAt": "2026-05-04T16:02:00.005Z"
+                     *       },
+                     *       "tags": [],
+                     *       "propertyInterests": [
+                     *         {
+                     *           "listingId": "lst_4kq9Zr2mXw",
+                     *           "note": null,
+                     *           "listing": {
+                     *             "id": "lst_4kq9Zr2mXw",
+                     *             "status": "active",
+                     *             "propertyType": "residential",
+                     *             "price": {
+                     *               "listPrice": 450000,
+                     *               "currency": "USD"
+                     *             },
+                     *             "address": {
+                     *               "street": "1 Main St",
+                     *               "unit": null,
+                     *               "city": "Austin",
+                     *               "stateOrProvince": "TX",
+                     *               "postalCode": "78701",
+                     *               "country": "US"
+                     *             },
+                     *             "primaryPhoto": {
+                     *               "id": "med_2b7XkQ",
+                     *               "urls": {
+                     *                 "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *                 "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *                 "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *               }
+                     *             },
+                     *             "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "latestActivities": [
+                     *         {
+                     *           "id": "act_5Rt2mLx9",
+                     *           "type": "assignment",
+                     *           "customType": null,
+                     *           "occurredAt": "2026-05-04T16:02:00.004Z",
+                     *           "summary": "Assigned to agt_3Hn8vQ1c",
+                     *           "listingId": null
+                     *         },
+                     *         {
+                     *           "id": "act_1Qw7pZk3",
+                     *           "type": "inquiry",
+                     *           "customType": null,
+                     *           "occurredAt": "2026-05-04T16:02:00.000Z",
+                     *           "summary": "Is the house on Main St still available? We would like to see it this weekend.",
+                     *           "listingId": "lst_4kq9Zr2mXw"
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-05-04T16:02:00.000Z",
+                     *       "updatedAt": "2026-05-04T16:02:00.004Z",
+                     *       "lastActivityAt": "2026-05-04T16:02:00.004Z",
+                     *       "version": 2
+                     *     }
+                     */
                     "application/json": components["schemas"]["Lead"];
                 };
             };
@@ -6909,6 +7436,116 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "lead_8Jd2kPq0",
+                     *       "name": "Jordan Reyes",
+                     *       "email": "jordan.reyes@example.com",
+                     *       "phone": "+15125550142",
+                     *       "source": "zillow",
+                     *       "status": "new",
+                     *       "agentId": "agt_3Hn8vQ1c",
+                     *       "assignment": {
+                     *         "ruleId": null,
+                     *         "strategy": "round_robin",
+                     *         "reason": "team default: round robin over 1 candidate (turn 1) chose Casey Morgan (agt_3Hn8vQ1c)",
+                     *         "assignedAt": "2026-05-04T16:02:00.004Z"
+                     *       },
+                     *       "score": 63,
+                     *       "scoreSource": "engine",
+                     *       "scoreBreakdown": {
+                     *         "engineScore": 63,
+                     *         "components": {
+                     *           "contact": {
+                     *             "weight": 15,
+                     *             "signal": 1,
+                     *             "points": 15,
+                     *             "detail": "email and phone"
+                     *           },
+                     *           "source": {
+                     *             "weight": 20,
+                     *             "signal": 0.6,
+                     *             "points": 12,
+                     *             "detail": "source zillow: quality 0.6"
+                     *           },
+                     *           "engagement": {
+                     *             "weight": 35,
+                     *             "signal": 0.17,
+                     *             "points": 6,
+                     *             "detail": "1 × inquiry (10) = 10 of 60 points"
+                     *           },
+                     *           "recency": {
+                     *             "weight": 20,
+                     *             "signal": 1,
+                     *             "points": 20,
+                     *             "detail": "last engagement 0 days ago, half-life 14 days"
+                     *           },
+                     *           "interest": {
+                     *             "weight": 10,
+                     *             "signal": 1,
+                     *             "points": 10,
+                     *             "detail": "1 of 1 interests on the market"
+                     *           }
+                     *         },
+                     *         "computedAt": "2026-05-04T16:02:00.005Z"
+                     *       },
+                     *       "tags": [],
+                     *       "propertyInterests": [
+                     *         {
+                     *           "listingId": "lst_4kq9Zr2mXw",
+                     *           "note": null,
+                     *           "listing": {
+                     *             "id": "lst_4kq9Zr2mXw",
+                     *             "status": "active",
+                     *             "propertyType": "residential",
+                     *             "price": {
+                     *               "listPrice": 450000,
+                     *               "currency": "USD"
+                     *             },
+                     *             "address": {
+                     *               "street": "1 Main St",
+                     *               "unit": null,
+                     *               "city": "Austin",
+                     *               "stateOrProvince": "TX",
+                     *               "postalCode": "78701",
+                     *               "country": "US"
+                     *             },
+                     *             "primaryPhoto": {
+                     *               "id": "med_2b7XkQ",
+                     *               "urls": {
+                     *                 "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *                 "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *                 "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *               }
+                     *             },
+                     *             "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "latestActivities": [
+                     *         {
+                     *           "id": "act_5Rt2mLx9",
+                     *           "type": "assignment",
+                     *           "customType": null,
+                     *           "occurredAt": "2026-05-04T16:02:00.004Z",
+                     *           "summary": "Assigned to agt_3Hn8vQ1c",
+                     *           "listingId": null
+                     *         },
+                     *         {
+                     *           "id": "act_1Qw7pZk3",
+                     *           "type": "inquiry",
+                     *           "customType": null,
+                     *           "occurredAt": "2026-05-04T16:02:00.000Z",
+                     *           "summary": "Is the house on Main St still available? We would like to see it this weekend.",
+                     *           "listingId": "lst_4kq9Zr2mXw"
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-05-04T16:02:00.000Z",
+                     *       "updatedAt": "2026-05-04T16:02:00.004Z",
+                     *       "lastActivityAt": "2026-05-04T16:02:00.004Z",
+                     *       "version": 2
+                     *     }
+                     */
                     "application/json": components["schemas"]["Lead"];
                 };
             };
@@ -7099,6 +7736,116 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "lead_8Jd2kPq0",
+                     *       "name": "Jordan Reyes",
+                     *       "email": "jordan.reyes@example.com",
+                     *       "phone": "+15125550142",
+                     *       "source": "zillow",
+                     *       "status": "new",
+                     *       "agentId": "agt_3Hn8vQ1c",
+                     *       "assignment": {
+                     *         "ruleId": null,
+                     *         "strategy": "round_robin",
+                     *         "reason": "team default: round robin over 1 candidate (turn 1) chose Casey Morgan (agt_3Hn8vQ1c)",
+                     *         "assignedAt": "2026-05-04T16:02:00.004Z"
+                     *       },
+                     *       "score": 63,
+                     *       "scoreSource": "engine",
+                     *       "scoreBreakdown": {
+                     *         "engineScore": 63,
+                     *         "components": {
+                     *           "contact": {
+                     *             "weight": 15,
+                     *             "signal": 1,
+                     *             "points": 15,
+                     *             "detail": "email and phone"
+                     *           },
+                     *           "source": {
+                     *             "weight": 20,
+                     *             "signal": 0.6,
+                     *             "points": 12,
+                     *             "detail": "source zillow: quality 0.6"
+                     *           },
+                     *           "engagement": {
+                     *             "weight": 35,
+                     *             "signal": 0.17,
+                     *             "points": 6,
+                     *             "detail": "1 × inquiry (10) = 10 of 60 points"
+                     *           },
+                     *           "recency": {
+                     *             "weight": 20,
+                     *             "signal": 1,
+                     *             "points": 20,
+                     *             "detail": "last engagement 0 days ago, half-life 14 days"
+                     *           },
+                     *           "interest": {
+                     *             "weight": 10,
+                     *             "signal": 1,
+                     *             "points": 10,
+                     *             "detail": "1 of 1 interests on the market"
+                     *           }
+                     *         },
+                     *         "computedAt": "2026-05-04T16:02:00.005Z"
+                     *       },
+                     *       "tags": [],
+                     *       "propertyInterests": [
+                     *         {
+                     *           "listingId": "lst_4kq9Zr2mXw",
+                     *           "note": null,
+                     *           "listing": {
+                     *             "id": "lst_4kq9Zr2mXw",
+                     *             "status": "active",
+                     *             "propertyType": "residential",
+                     *             "price": {
+                     *               "listPrice": 450000,
+                     *               "currency": "USD"
+                     *             },
+                     *             "address": {
+                     *               "street": "1 Main St",
+                     *               "unit": null,
+                     *               "city": "Austin",
+                     *               "stateOrProvince": "TX",
+                     *               "postalCode": "78701",
+                     *               "country": "US"
+                     *             },
+                     *             "primaryPhoto": {
+                     *               "id": "med_2b7XkQ",
+                     *               "urls": {
+                     *                 "original": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original",
+                     *                 "large": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large",
+                     *                 "thumb": "https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb"
+                     *               }
+                     *             },
+                     *             "updatedAt": "2026-05-04T15:31:12.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "latestActivities": [
+                     *         {
+                     *           "id": "act_5Rt2mLx9",
+                     *           "type": "assignment",
+                     *           "customType": null,
+                     *           "occurredAt": "2026-05-04T16:02:00.004Z",
+                     *           "summary": "Assigned to agt_3Hn8vQ1c",
+                     *           "listingId": null
+                     *         },
+                     *         {
+                     *           "id": "act_1Qw7pZk3",
+                     *           "type": "inquiry",
+                     *           "customType": null,
+                     *           "occurredAt": "2026-05-04T16:02:00.000Z",
+                     *           "summary": "Is the house on Main St still available? We would like to see it this weekend.",
+                     *           "listingId": "lst_4kq9Zr2mXw"
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-05-04T16:02:00.000Z",
+                     *       "updatedAt": "2026-05-04T16:02:00.004Z",
+                     *       "lastActivityAt": "2026-05-04T16:02:00.004Z",
+                     *       "version": 2
+                     *     }
+                     */
                     "application/json": components["schemas"]["Lead"];
                 };
             };

@@ -1,6 +1,14 @@
+const at = '2026-05-04T15:30:00.000Z';
+const photoUrls = {
+  original: 'https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/original',
+  large: 'https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/large',
+  thumb: 'https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb',
+};
+
 /**
- * Example request bodies, one per writable type: shown in the API reference and the docs, checked
- * against their schemas by a test. Plain data, so every contract file can import it.
+ * Example request bodies, one per writable type, and answers of the main resources: shown in the API reference and
+ * the docs, checked against their schemas by a test (examples.spec.ts). Plain data, so every contract file can
+ * import it.
  */
 export const examples = {
   listingCreate: {
@@ -123,4 +131,139 @@ export const examples = {
     budget: { requestsPerSecond: 2, requestsPerHour: 5000 },
   },
   feedPatch: { enabled: false },
+
+  // Answers.
+  listing: {
+    id: 'lst_4kq9Zr2mXw',
+    externalId: 'MLS-123',
+    source: 'acme-mls',
+    mlsNumber: '123',
+    status: 'active',
+    pricing: { listPrice: 450000, currency: 'USD', pricePerArea: 243.24 },
+    propertyDetails: {
+      propertyType: 'residential',
+      propertySubType: 'single_family',
+      bedrooms: 3,
+      bathrooms: 2,
+      livingArea: 1850,
+      livingAreaUnits: 'sqft',
+      lotSize: 5000,
+      yearBuilt: 1998,
+      description: 'Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.',
+      features: ['garage', 'fireplace'],
+    },
+    location: {
+      address: {
+        street: '1 Main St',
+        unit: null,
+        city: 'Austin',
+        stateOrProvince: 'TX',
+        postalCode: '78701',
+        country: 'US',
+      },
+      latitude: 30.27,
+      longitude: -97.74,
+    },
+    media: {
+      photoCount: 1,
+      primaryPhoto: { id: 'med_2b7XkQ', urls: photoUrls, caption: 'Front of the house' },
+      virtualTours: [],
+    },
+    listedAt: at,
+    version: 3,
+    createdAt: at,
+    updatedAt: '2026-05-04T15:31:12.000Z',
+  },
+  media: {
+    id: 'med_2b7XkQ',
+    listingId: 'lst_4kq9Zr2mXw',
+    kind: 'image',
+    caption: 'Front of the house',
+    order: 0,
+    isPrimary: true,
+    status: 'ready',
+    failureReason: null,
+    width: 1200,
+    height: 800,
+    bytes: 284113,
+    contentType: 'image/jpeg',
+    url: null,
+    urls: photoUrls,
+    version: 2,
+    createdAt: '2026-05-04T15:31:10.000Z',
+    updatedAt: '2026-05-04T15:31:12.000Z',
+  },
+  lead: {
+    id: 'lead_8Jd2kPq0',
+    name: 'Jordan Reyes',
+    email: 'jordan.reyes@example.com',
+    phone: '+15125550142',
+    source: 'zillow',
+    status: 'new',
+    agentId: 'agt_3Hn8vQ1c',
+    assignment: {
+      ruleId: null,
+      strategy: 'round_robin',
+      reason: 'team default: round robin over 1 candidate (turn 1) chose Casey Morgan (agt_3Hn8vQ1c)',
+      assignedAt: '2026-05-04T16:02:00.004Z',
+    },
+    score: 63,
+    scoreSource: 'engine',
+    scoreBreakdown: {
+      engineScore: 63,
+      components: {
+        contact: { weight: 15, signal: 1, points: 15, detail: 'email and phone' },
+        source: { weight: 20, signal: 0.6, points: 12, detail: 'source zillow: quality 0.6' },
+        engagement: { weight: 35, signal: 0.17, points: 6, detail: '1 × inquiry (10) = 10 of 60 points' },
+        recency: { weight: 20, signal: 1, points: 20, detail: 'last engagement 0 days ago, half-life 14 days' },
+        interest: { weight: 10, signal: 1, points: 10, detail: '1 of 1 interests on the market' },
+      },
+      computedAt: '2026-05-04T16:02:00.005Z',
+    },
+    tags: [],
+    propertyInterests: [
+      {
+        listingId: 'lst_4kq9Zr2mXw',
+        note: null,
+        listing: {
+          id: 'lst_4kq9Zr2mXw',
+          status: 'active',
+          propertyType: 'residential',
+          price: { listPrice: 450000, currency: 'USD' },
+          address: {
+            street: '1 Main St',
+            unit: null,
+            city: 'Austin',
+            stateOrProvince: 'TX',
+            postalCode: '78701',
+            country: 'US',
+          },
+          primaryPhoto: { id: 'med_2b7XkQ', urls: photoUrls },
+          updatedAt: '2026-05-04T15:31:12.000Z',
+        },
+      },
+    ],
+    latestActivities: [
+      {
+        id: 'act_5Rt2mLx9',
+        type: 'assignment',
+        customType: null,
+        occurredAt: '2026-05-04T16:02:00.004Z',
+        summary: 'Assigned to agt_3Hn8vQ1c',
+        listingId: null,
+      },
+      {
+        id: 'act_1Qw7pZk3',
+        type: 'inquiry',
+        customType: null,
+        occurredAt: '2026-05-04T16:02:00.000Z',
+        summary: 'Is the house on Main St still available? We would like to see it this weekend.',
+        listingId: 'lst_4kq9Zr2mXw',
+      },
+    ],
+    createdAt: '2026-05-04T16:02:00.000Z',
+    updatedAt: '2026-05-04T16:02:00.004Z',
+    lastActivityAt: '2026-05-04T16:02:00.004Z',
+    version: 2,
+  },
 } as const;

@@ -178,7 +178,7 @@ export const listing = z
     createdAt: z.string(),
     updatedAt: z.string(),
   })
-  .meta({ id: 'Listing' });
+  .meta({ id: 'Listing', examples: [examples.listing] });
 export type Listing = z.infer<typeof listing>;
 
 export const listingSortFields = ['listPrice', 'listedAt', 'updatedAt', 'createdAt'] as const;

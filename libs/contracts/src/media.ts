@@ -99,7 +99,7 @@ export const media = z
     createdAt: z.string(),
     updatedAt: z.string(),
   })
-  .meta({ id: 'Media' });
+  .meta({ id: 'Media', examples: [examples.media] });
 export type Media = z.infer<typeof media>;
 
 export const mediaItems = z.object({ items: z.array(media) }).meta({ id: 'MediaItems' });

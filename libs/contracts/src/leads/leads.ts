@@ -103,7 +103,7 @@ export const lead = z
     lastActivityAt: z.string(),
     version: z.number().int(),
   })
-  .meta({ id: 'Lead' });
+  .meta({ id: 'Lead', examples: [examples.lead] });
 export type Lead = z.infer<typeof lead>;
 
 export const autoRouteOutcomes = ['assigned', 'already_assigned', 'not_open', 'no_agent_available'] as const;
