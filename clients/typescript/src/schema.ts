@@ -1291,6 +1291,11 @@ export interface components {
                     url: string;
                     caption?: string | null;
                 }[];
+                /**
+                 * @description When the photos or tours shown last changed (one became ready, a caption, the order or the primary photo changed, one was deleted); null when they have not changed since this field was introduced
+                 * @default null
+                 */
+                photosChangedAt: string | null;
             };
             listedAt: string | null;
             version: number;
@@ -1448,6 +1453,11 @@ export interface components {
                     url: string;
                     caption?: string | null;
                 }[];
+                /**
+                 * @description When the photos or tours shown last changed (one became ready, a caption, the order or the primary photo changed, one was deleted); null when they have not changed since this field was introduced
+                 * @default null
+                 */
+                photosChangedAt: string | null;
             };
             listedAt: string | null;
             version: number;

@@ -413,6 +413,12 @@ export const PROPERTY_FIELDS: readonly FieldMapping<Listing>[] = rows<Listing>('
   },
   { name: 'PhotosCount', path: 'media.photoCount', read: (l) => l.media.photoCount, indexed: true, required: true },
   {
+    name: 'PhotosChangeTimestamp',
+    path: 'media.photosChangedAt',
+    read: (l) => l.media.photosChangedAt ?? undefined,
+    indexed: true,
+  },
+  {
     name: 'VirtualTourURLUnbranded',
     path: 'media.virtualTours',
     read: (l) => l.media.virtualTours[0]?.url,
