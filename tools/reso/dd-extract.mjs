@@ -60,6 +60,7 @@ const SERVED = {
     'MediaModificationTimestamp',
     'ModificationTimestamp',
   ],
+  EntityEvent: ['EntityEventSequence', 'ResourceName', 'ResourceRecordKey', 'ResourceRecordUrl'],
 };
 
 const xml = readFileSync(process.argv[2], 'utf8');

@@ -121,6 +121,7 @@ export async function composeEmbedded(
     },
     options: config.webhooks,
     transaction: (fn) => stores.webhooks.transaction(fn),
+    ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
   });
   const gateway = await composeGateway({
     store: stores.gateway,

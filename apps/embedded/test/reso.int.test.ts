@@ -130,8 +130,8 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     const types = [...xml.matchAll(/<EntityType Name="(\w+)">\s*<Key>\s*<PropertyRef Name="(\w+)"\/>/g)].map(
       (m) => `${m[1]}:${m[2]}`,
     );
-    expect(types).toEqual(['Property:ListingKey', 'Media:MediaKey']);
-    expect(xml.match(/<EntityType /g)).toHaveLength(2);
+    expect(types).toEqual(['Property:ListingKey', 'Media:MediaKey', 'EntityEvent:EntityEventSequence']);
+    expect(xml.match(/<EntityType /g)).toHaveLength(3);
     expect(xml).toContain('<Member Name="ActiveUnderContract" Value="1">');
     expect(xml).toContain(
       '<Property Name="StandardStatus" Type="org.reso.metadata.enums.StandardStatus" Nullable="false"/>',

@@ -1505,6 +1505,11 @@ export interface components {
                     url: string;
                     caption?: string | null;
                 }[];
+                /**
+                 * @description When the photos or tours shown last changed (one became ready, a caption, the order or the primary photo changed, one was deleted); null when they have not changed since this field was introduced
+                 * @default null
+                 */
+                photosChangedAt: string | null;
             };
             listedAt: string | null;
             version: number;
@@ -1662,6 +1667,11 @@ export interface components {
                     url: string;
                     caption?: string | null;
                 }[];
+                /**
+                 * @description When the photos or tours shown last changed (one became ready, a caption, the order or the primary photo changed, one was deleted); null when they have not changed since this field was introduced
+                 * @default null
+                 */
+                photosChangedAt: string | null;
             };
             listedAt: string | null;
             version: number;

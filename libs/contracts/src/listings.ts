@@ -132,7 +132,25 @@ export const listingMediaSummary = z.object({
 });
 export type ListingMediaSummary = z.infer<typeof listingMediaSummary>;
 
-export const emptyMediaSummary: ListingMediaSummary = { photoCount: 0, primaryPhoto: null, virtualTours: [] };
+/** The listing's media: the media service's summary, and when the photos shown last changed. */
+export const listingMedia = listingMediaSummary.extend({
+  photosChangedAt: z
+    .string()
+    .nullable()
+    .default(null)
+    .describe(
+      'When the photos or tours shown last changed (one became ready, a caption, the order or the primary photo ' +
+        'changed, one was deleted); null when they have not changed since this field was introduced',
+    ),
+});
+export type ListingMedia = z.infer<typeof listingMedia>;
+
+export const emptyMediaSummary: ListingMedia = {
+  photoCount: 0,
+  primaryPhoto: null,
+  virtualTours: [],
+  photosChangedAt: null,
+};
 
 export const listing = z
   .object({
@@ -172,7 +190,7 @@ export const listing = z
       latitude: z.number().optional(),
       longitude: z.number().optional(),
     }),
-    media: listingMediaSummary,
+    media: listingMedia,
     listedAt: z.string().nullable(),
     version: z.number().int(),
     createdAt: z.string(),

@@ -193,6 +193,23 @@ export const DD_FIELDS = {
       Type: 'Edm.DateTimeOffset',
     },
   },
+  EntityEvent: {
+    EntityEventSequence: {
+      Type: 'Edm.Int64',
+    },
+    ResourceName: {
+      Type: 'Edm.String',
+      MaxLength: '255',
+    },
+    ResourceRecordKey: {
+      Type: 'Edm.String',
+      MaxLength: '255',
+    },
+    ResourceRecordUrl: {
+      Type: 'Edm.String',
+      MaxLength: '8000',
+    },
+  },
 } as const;
 
 /** Enumeration members served, each [member name, RESO standard name]. An empty list is an open lookup. */

@@ -3,3 +3,4 @@ export * from './filter';
 export * from './mapping';
 export * from './edmx';
 export * from './query';
+export * from './http';

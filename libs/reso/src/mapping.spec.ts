@@ -27,7 +27,12 @@ const listing: Listing = {
       country: 'US',
     },
   },
-  media: { photoCount: 2, primaryPhoto: null, virtualTours: [{ id: 'med_t', url: 'https://tour.example/1' }] },
+  media: {
+    photoCount: 2,
+    primaryPhoto: null,
+    virtualTours: [{ id: 'med_t', url: 'https://tour.example/1' }],
+    photosChangedAt: '2026-01-02T03:04:05.000Z',
+  },
   listedAt: '2019-12-31T23:55:55-09:00',
   version: 7,
   createdAt: '2024-01-01T00:00:00.000Z',

@@ -413,6 +413,12 @@ export const PROPERTY_FIELDS: readonly FieldMapping<Listing>[] = rows<Listing>('
   },
   { name: 'PhotosCount', path: 'media.photoCount', read: (l) => l.media.photoCount, indexed: true, required: true },
   {
+    name: 'PhotosChangeTimestamp',
+    path: 'media.photosChangedAt',
+    read: (l) => l.media.photosChangedAt ?? undefined,
+    indexed: true,
+  },
+  {
     name: 'VirtualTourURLUnbranded',
     path: 'media.virtualTours',
     read: (l) => l.media.virtualTours[0]?.url,
@@ -498,8 +504,59 @@ export const MEDIA_FIELDS: readonly FieldMapping<MediaSource>[] = rows<MediaSour
   { name: 'ModificationTimestamp', path: 'updatedAt', read: ({ media }) => media.updatedAt, required: true },
 ]);
 
+/** One event of the account's change feed, as the EntityEvent resource (RCP-027) serves it. */
+export interface EntityEventSource {
+  sequence: number;
+  resourceName: 'Property' | 'Media';
+  /** The record's key in its resource: the listing id, or the media id. */
+  key: string;
+  /** The listing the record is or belongs to. */
+  listingKey: string;
+  /** The change feed's event type (`listing.created`, `listing.deleted`, `media.ready`, ...). */
+  type: string;
+  createdAt: string;
+  serviceRoot: string;
+}
+
+const quoted = (key: string): string => `'${key.replace(/'/g, "''")}'`;
+
+export const ENTITY_EVENT_FIELDS: readonly FieldMapping<EntityEventSource>[] = rows<EntityEventSource>('EntityEvent', [
+  { name: 'EntityEventSequence', path: 'seq', read: (e) => e.sequence, indexed: true, required: true },
+  { name: 'ResourceName', path: 'type', read: (e) => e.resourceName, required: true },
+  { name: 'ResourceRecordKey', path: 'data.id', read: (e) => e.key, required: true },
+  {
+    name: 'ResourceRecordUrl',
+    path: '(the record here)',
+    read: (e) =>
+      e.resourceName === 'Property'
+        ? `${e.serviceRoot}/Property(${quoted(e.key)})`
+        : `${e.serviceRoot}/Property(${quoted(e.listingKey)})/Media`,
+  },
+  {
+    name: 'X_EventType',
+    type: 'Edm.String',
+    maxLength: 32,
+    path: 'type',
+    read: (e) => e.type,
+    required: true,
+  },
+  {
+    name: 'X_EventTimestamp',
+    type: 'Edm.DateTimeOffset',
+    path: 'createdAt',
+    read: (e) => e.createdAt,
+    required: true,
+  },
+]);
+
+export function entityEventRecord(source: EntityEventSource): Record<string, ResoValue | readonly string[]> {
+  const out: Record<string, ResoValue | readonly string[]> = {};
+  for (const field of ENTITY_EVENT_FIELDS) out[field.name] = field.read(source) ?? null;
+  return out;
+}
+
 export interface ResourceDefinition {
-  name: 'Property' | 'Media';
+  name: 'Property' | 'Media' | 'EntityEvent';
   key: string;
   fields: readonly FieldMapping<never>[];
   navigation?: Array<{ name: string; target: string; collection: boolean }>;
@@ -513,6 +570,11 @@ export const RESOURCES: readonly ResourceDefinition[] = [
     navigation: [{ name: 'Media', target: 'Media', collection: true }],
   },
   { name: 'Media', key: 'MediaKey', fields: MEDIA_FIELDS as readonly FieldMapping<never>[] },
+  {
+    name: 'EntityEvent',
+    key: 'EntityEventSequence',
+    fields: ENTITY_EVENT_FIELDS as readonly FieldMapping<never>[],
+  },
 ];
 
 export const propertyField = new Map(PROPERTY_FIELDS.map((f) => [f.name, f]));

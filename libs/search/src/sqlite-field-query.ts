@@ -35,6 +35,14 @@ export const RESO_SCHEMA = `
   CREATE INDEX IF NOT EXISTS search_reso_values_id ON search_reso_values (id);
 `;
 
+/** Columns a `search_reso` made by an earlier version lacks (a field indexed since), as `ALTER TABLE` statements. */
+export function resoColumnsToAdd(existing: readonly string[]): string[] {
+  const have = new Set(existing);
+  return SCALARS.filter((f) => !have.has(f.name)).map(
+    (f) => `ALTER TABLE search_reso ADD COLUMN "${f.name}" ${sqlType(f.kind)}`,
+  );
+}
+
 const stored = (value: IndexValue): unknown => (typeof value === 'boolean' ? (value ? 1 : 0) : value);
 
 /** The statements that write one listing's RESO row and values (after deleting the old ones). */

@@ -16,7 +16,14 @@ import {
   type SearchAfter,
 } from './listing-index';
 import { propertyIndexRecord } from '@estate/reso';
-import { fieldQuerySql, RESO_SCHEMA, resoRowParams, resoRowStatements, resoValueParams } from './sqlite-field-query';
+import {
+  fieldQuerySql,
+  RESO_SCHEMA,
+  resoColumnsToAdd,
+  resoRowParams,
+  resoRowStatements,
+  resoValueParams,
+} from './sqlite-field-query';
 import { arcDistanceMetres, distanceKm, projectListing, type ListingFields } from './listing-projection';
 import {
   byValue,
@@ -113,6 +120,11 @@ export class SqliteListingIndex implements ListingIndex {
             undefined;
           this.db.exec(SCHEMA);
           this.db.exec(RESO_SCHEMA);
+          // A field indexed since the table was made: its column is added, null for the rows already there.
+          const columns = (this.db.prepare('PRAGMA table_info(search_reso)').all() as Array<{ name: string }>).map(
+            (c) => c.name,
+          );
+          for (const statement of resoColumnsToAdd(columns)) this.db.exec(statement);
           this.backfillReso();
           return { created: !exists };
         })

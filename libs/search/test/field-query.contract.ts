@@ -54,7 +54,7 @@ function listing(key: string, s: Spec): Listing {
         country: 'US',
       },
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt: s.listedAt ?? null,
     version: 1,
     createdAt: '2024-01-01T00:00:00.000Z',

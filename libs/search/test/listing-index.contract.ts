@@ -60,7 +60,7 @@ function listing(id: string, s: Spec): Listing {
       },
       ...(s.at ? { latitude: s.at[0], longitude: s.at[1] } : {}),
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt: s.listedAt ?? null,
     version: s.version ?? 1,
     createdAt: s.createdAt,

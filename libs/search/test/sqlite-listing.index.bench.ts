@@ -67,7 +67,7 @@ function listingAt(i: number): IndexedListing {
       latitude: city.lat + (random() - 0.5) * 0.4,
       longitude: city.lng + (random() - 0.5) * 0.4,
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt: random() < 0.1 ? null : new Date(created + 86_400_000).toISOString(),
     version: 1,
     createdAt: new Date(created).toISOString(),

@@ -18,7 +18,7 @@ describe('sqlite listing index', () => {
       latitude: 30.2,
       longitude: -97.7,
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt: null,
     version,
     createdAt: '2024-01-01T00:00:00.000Z',

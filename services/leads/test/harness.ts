@@ -118,7 +118,7 @@ export function listing(
         country: 'US',
       },
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt: at,
     version: over.version ?? 1,
     createdAt: at,

@@ -2,7 +2,7 @@ import {
   emptyMediaSummary,
   type Listing,
   type ListingCreate,
-  type ListingMediaSummary,
+  type ListingMedia,
   type ListingStatus,
 } from '@estate/contracts/listings';
 
@@ -53,7 +53,7 @@ export function buildListing(
     createdAt: string;
     updatedAt: string;
     listedAt: string | null;
-    media?: ListingMediaSummary;
+    media?: ListingMedia;
   },
 ): Listing {
   return {
@@ -70,4 +70,21 @@ export function buildListing(
     createdAt: owned.createdAt,
     updatedAt: owned.updatedAt,
   };
+}
+
+/** Media changes that always change what is shown: an image ready (or failed), an edit, a new order, a deletion. */
+const SHOWN_CHANGES = new Set(['processed', 'updated', 'reordered', 'deleted']);
+
+/**
+ * The listing's media after a media change: the media service's summary, and `photosChangedAt` moved to the time of
+ * the change when the change alters what is shown (an upload of an image still processing does not; a new tour,
+ * shown at once, does: its summary differs).
+ */
+export function mediaAfterChange(
+  current: ListingMedia,
+  event: { change: string; occurredAt: string; summary: Omit<ListingMedia, 'photosChangedAt'> },
+): ListingMedia {
+  const { photosChangedAt: _at, ...shown } = current;
+  const changed = SHOWN_CHANGES.has(event.change) || JSON.stringify(shown) !== JSON.stringify(event.summary);
+  return { ...event.summary, photosChangedAt: changed ? event.occurredAt : (current.photosChangedAt ?? null) };
 }

@@ -52,6 +52,27 @@ export function fileUrls(token: string): Record<Rendition, string> {
 export const isVisible = (item: MediaItem): boolean => item.status !== 'uploading';
 export const visibleItems = (items: readonly MediaItem[]): MediaItem[] => items.filter(isVisible);
 
+/**
+ * The items after a gallery change, each whose public form changed (status, caption, primary, or its position among
+ * the shown items: a deletion or a new order moves others) with `updatedAt` set to `now`, so that a client comparing
+ * modification times (RESO's MediaModificationTimestamp) sees every item that changed.
+ */
+export function stampChanged(before: readonly MediaItem[], after: readonly MediaItem[], now: string): MediaItem[] {
+  const was = new Map(visibleItems(before).map((item, order) => [item.id, { item, order }]));
+  const order = new Map(visibleItems(after).map((item, position) => [item.id, position]));
+  return after.map((item) => {
+    const prior = was.get(item.id);
+    if (!isVisible(item) || item.updatedAt === now) return item;
+    const changed =
+      !prior ||
+      prior.order !== order.get(item.id) ||
+      prior.item.status !== item.status ||
+      prior.item.caption !== item.caption ||
+      prior.item.isPrimary !== item.isPrimary;
+    return changed ? { ...item, updatedAt: now } : item;
+  });
+}
+
 export function imageCount(items: readonly MediaItem[]): number {
   return items.filter((i) => i.kind === 'image').length;
 }

@@ -19,6 +19,7 @@ import {
   permutationProblem,
   reordered,
   shownMedia,
+  stampChanged,
   toMedia,
   visibleItems,
   withOnePrimary,
@@ -210,6 +211,7 @@ export class GalleryService {
       if (caption !== item.caption) items = items.map((i) => (i.id === mediaId ? { ...i, caption } : i));
       if (patch.isPrimary && !item.isPrimary) items = makePrimary(items, mediaId);
       if (items === gallery.items) return { done: this.mediaOf(gallery, mediaId) };
+      items = stampChanged(gallery.items, items, now);
       return {
         change: { items },
         event: changedEvent(gallery, items, 'updated', [mediaId], now, ctx.requestId),
@@ -230,8 +232,9 @@ export class GalleryService {
           errors: [{ path: 'mediaIds', message: problem }],
         });
       const now = this.now();
-      const items = reordered(gallery.items, mediaIds);
-      if (items.every((item, i) => item === gallery.items[i])) return { done: shownMedia(listingId, gallery.items) };
+      const moved = reordered(gallery.items, mediaIds);
+      if (moved.every((item, i) => item === gallery.items[i])) return { done: shownMedia(listingId, gallery.items) };
+      const items = stampChanged(gallery.items, moved, now);
       return {
         change: { items },
         event: changedEvent(gallery, items, 'reordered', mediaIds, now, ctx.requestId),
@@ -254,7 +257,7 @@ export class GalleryService {
       const item = this.shown(gallery, mediaId);
       assertVersion(item, ifMatch);
       const now = this.now();
-      const items = withOnePrimary(gallery.items.filter((i) => i.id !== mediaId));
+      const items = stampChanged(gallery.items, withOnePrimary(gallery.items.filter((i) => i.id !== mediaId)), now);
       const trash = item.fileToken ? [...(gallery.trash ?? []), item.fileToken] : gallery.trash;
       return {
         change: { items, trash },

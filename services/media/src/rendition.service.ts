@@ -1,7 +1,7 @@
 import type { OutboxRelay } from '@estate/bus';
 import { MAX_IMAGE_BYTES } from '@estate/contracts/media';
 import type { Logger } from 'pino';
-import { changedEvent, withOnePrimary, type MediaItem } from './gallery.rules';
+import { changedEvent, stampChanged, withOnePrimary, type MediaItem } from './gallery.rules';
 import type { GalleryRepository } from './repositories/gallery.repository';
 import { UnreadableImageError, type ImageRendererRepository } from './repositories/image-renderer.repository';
 import type { MediaFilesRepository } from './repositories/media-files.repository';
@@ -78,8 +78,10 @@ export class RenditionService {
         if (!g || !item) return { done: 'gone' as const };
         if (item.status !== 'processing') return { done: 'stale' as const };
         const now = this.now();
-        const items = withOnePrimary(
-          g.items.map((i) => (i.id === job.mediaId ? { ...i, ...result, since: undefined } : i)),
+        const items = stampChanged(
+          g.items,
+          withOnePrimary(g.items.map((i) => (i.id === job.mediaId ? { ...i, ...result, since: undefined } : i))),
+          now,
         );
         return {
           change: { items },

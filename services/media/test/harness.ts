@@ -53,7 +53,7 @@ export function listingPayload(id: string, version: number): Listing {
     location: {
       address: { street: '1 Main St', city: 'Austin', stateOrProvince: 'TX', postalCode: '78701', country: 'US' },
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt: now,
     version,
     createdAt: now,

@@ -9,6 +9,7 @@ import { DEFAULT_RETRY_SCHEDULE_MS } from './delivery.rules';
 import { EndpointsService } from './endpoints.service';
 import { EventIntakeService } from './event-intake.service';
 import { DomainEventsSubscriber } from './events/domain-events.subscriber';
+import { EntityEventService } from './entity-events.service';
 import { FeedService } from './feed.service';
 import { DeliveryRepository } from './repositories/delivery.repository';
 import { EndpointRepository } from './repositories/endpoint.repository';
@@ -48,6 +49,8 @@ export interface WebhooksRuntime {
   endpoints: EndpointsService;
   deliveries: DeliveriesService;
   feed: FeedService;
+  entityEvents: EntityEventService;
+  publicBaseUrl?: string;
   intake: EventIntakeService;
   worker: DeliveryWorker;
   start(): Promise<void>;
@@ -66,6 +69,8 @@ export async function composeWebhooks(deps: {
   options?: Partial<WebhooksOptions>;
   /** The store's transaction, where it has one (SQLite): an event's feed entries and deliveries then commit together. */
   transaction?: Transaction;
+  /** Links of the RESO EntityEvent resource use it; otherwise the address the client reached. */
+  publicBaseUrl?: string;
 }): Promise<WebhooksRuntime> {
   const options = { ...defaultWebhooksOptions, ...deps.options };
   const log = deps.log.child({ service: 'webhooks' });
@@ -96,6 +101,7 @@ export async function composeWebhooks(deps: {
   });
   const deliveries = new DeliveriesService({ endpoints, deliveries: deliveryRepo, onQueued, clock });
   const feed = new FeedService({ feed: feedRepo, clock, settleMs: options.feedSettleMs });
+  const entityEvents = new EntityEventService({ feed: feedRepo, clock, settleMs: options.feedSettleMs });
   const intake = new EventIntakeService({
     feed: feedRepo,
     endpoints: endpointRepo,
@@ -112,6 +118,8 @@ export async function composeWebhooks(deps: {
     endpoints,
     deliveries,
     feed,
+    entityEvents,
+    ...(deps.publicBaseUrl ? { publicBaseUrl: deps.publicBaseUrl } : {}),
     intake,
     worker,
     async start() {

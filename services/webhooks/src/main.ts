@@ -16,6 +16,7 @@ void runServiceProcess({
       secretKey: config.secretKey,
       resources: new HttpResourceReader({ urls: config.resources, signingSecret: config.signingSecret }),
       options: config.webhooks,
+      ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
     }),
   app: webhooksApp,
 });

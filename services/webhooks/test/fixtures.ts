@@ -17,7 +17,7 @@ export function listing(id: string, version = 1, listPrice = 450000): Listing {
     location: {
       address: { street: '1 Main St', city: 'Austin', stateOrProvince: 'TX', postalCode: '78701', country: 'US' },
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt: at,
     version,
     createdAt: at,

@@ -52,7 +52,12 @@ export function upstreamsFor(urls: UpstreamUrls): Upstream[] {
       url: urls.leads,
       routes: ['/v1/leads', '/v1/leads/*', '/v1/agents', '/v1/agents/*', '/v1/routing/*', '/v1/scoring/*'],
     },
-    { name: 'webhooks', url: urls.webhooks, routes: ['/v1/webhooks', '/v1/webhooks/*', '/v1/events'] },
+    {
+      name: 'webhooks',
+      url: urls.webhooks,
+      // EntityEvent is the change feed's: a static path, chosen over listings' `/reso/odata/*`.
+      routes: ['/v1/webhooks', '/v1/webhooks/*', '/v1/events', '/reso/odata/EntityEvent'],
+    },
   ];
 }
 

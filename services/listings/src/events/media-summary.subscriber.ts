@@ -1,6 +1,7 @@
 import { EVENT_CONCURRENCY, outboxEntry, type Bus, type OutboxRelay, type Subscription } from '@estate/bus';
 import type { EventPayload } from '@estate/contracts/events';
 import type { Logger } from 'pino';
+import { mediaAfterChange } from '../listing.rules';
 import type { ListingRepository } from '../repositories/listing.repository';
 
 const DURABLE = 'listings-media-summary';
@@ -42,7 +43,7 @@ export class MediaSummarySubscriber {
     const updated = await this.deps.listings.setMediaSummary(
       event.accountId,
       event.listingId,
-      event.summary,
+      (current) => mediaAfterChange(current.media, event),
       event.version,
       now,
       (next) =>

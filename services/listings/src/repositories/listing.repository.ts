@@ -1,5 +1,5 @@
 import { findOwned, ownedBy, storable } from '@estate/store';
-import type { Listing, ListingMediaSummary } from '@estate/contracts/listings';
+import type { Listing, ListingMedia } from '@estate/contracts/listings';
 import { notDeleted, updateWithOutbox, withOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
 import {
   updateVersioned,
@@ -49,7 +49,9 @@ const FIELDS_REPLACED_ON_UPDATE = [
 
 function toListing(doc: ListingDoc): Listing {
   const { accountId, externalKey, _applied, _mediaRevision, ...rest } = withoutOutbox(doc);
-  return { ...rest, listedAt: rest.listedAt ?? null } as Listing;
+  // Stored before the media summary had photosChangedAt: null until the photos next change (decision 0105).
+  const media = rest.media ? { ...rest.media, photosChangedAt: rest.media.photosChangedAt ?? null } : rest.media;
+  return { ...rest, media, listedAt: rest.listedAt ?? null } as Listing;
 }
 
 export class ListingRepository {
@@ -148,7 +150,7 @@ export class ListingRepository {
   async setMediaSummary(
     accountId: string,
     id: string,
-    media: ListingMediaSummary,
+    summary: (current: Listing) => ListingMedia,
     revision: number,
     now: string,
     eventFor: (next: Listing) => OutboxEntry,
@@ -160,7 +162,9 @@ export class ListingRepository {
       versionOf: (doc) => doc?.version ?? 0,
       write: async (doc) => {
         if (!doc || (doc._mediaRevision ?? 0) >= revision) return { applied: null };
-        const next: Listing = { ...toListing(doc), media, version: doc.version + 1, updatedAt: now };
+        const current = toListing(doc);
+        const media = summary(current);
+        const next: Listing = { ...current, media, version: doc.version + 1, updatedAt: now };
         const saved = await this.collection.updateOne(
           { id, accountId, version: doc.version, ...notDeleted },
           updateWithOutbox(

@@ -65,7 +65,7 @@ export function generateListing(i: number, rnd: () => number): Listing {
       latitude: place.lat + (rnd() - 0.5) * 0.6,
       longitude: place.lng + (rnd() - 0.5) * 0.6,
     },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [] },
+    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
     listedAt:
       status === 'coming_soon' || status === 'active' || rnd() < 0.7
         ? new Date(created + 86_400_000).toISOString()

@@ -1,0 +1,60 @@
+import { ORIGIN_HEADER } from '@estate/platform/auth';
+import { AppError } from '@estate/platform/errors';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ODataError, odataErrorBody } from './errors';
+
+/** Where the RESO Web API answers (SPEC §13). */
+export const RESO_ROOT = '/reso/odata';
+export const ODATA_JSON_TYPE = 'application/json; odata.metadata=minimal';
+
+/**
+ * Makes a route scope an OData one: every answer carries `OData-Version: 4.01`, and errors are OData error bodies.
+ * Each service serving part of the RESO Web API registers its routes in such a scope.
+ */
+export function odataScope(app: FastifyInstance): void {
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('odata-version', '4.01');
+    return payload;
+  });
+  app.setErrorHandler((err: FastifyError, request, reply) => sendODataError(err, request, reply));
+}
+
+/** The service root and the base of absolute links: `PUBLIC_BASE_URL`, else where the client reached the product. */
+export function odataRoots(request: FastifyRequest, publicBaseUrl?: string): { baseUrl: string; serviceRoot: string } {
+  // Behind the gateway (distributed), where the client reached it; embedded, this server.
+  const forwarded = request.headers[ORIGIN_HEADER];
+  const origin = typeof forwarded === 'string' && /^https?:\/\/[^/\s]+$/.test(forwarded) ? forwarded : undefined;
+  const base = (publicBaseUrl ?? origin ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '');
+  return { baseUrl: base, serviceRoot: `${base}${RESO_ROOT}` };
+}
+
+/** The query string as single values; a repeated system option is refused. */
+export function odataQueryOptions(query: unknown): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries((query ?? {}) as Record<string, string | string[]>)) {
+    if (Array.isArray(value)) throw new ODataError(400, 'BadRequest', `${name} is given more than once`, name);
+    out[name] = value;
+  }
+  return out;
+}
+
+export function sendODataError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  let status: number;
+  let body: ReturnType<typeof odataErrorBody>;
+  if (err instanceof ODataError) {
+    status = err.status;
+    body = odataErrorBody(err);
+  } else if (err instanceof AppError) {
+    status = err.status;
+    for (const [k, v] of Object.entries(err.extra.headers ?? {})) reply.header(k, v);
+    body = odataErrorBody({ code: err.code, message: err.detail });
+  } else if ((err.statusCode ?? 500) < 500) {
+    status = err.statusCode!;
+    body = odataErrorBody({ code: 'BadRequest', message: err.message });
+  } else {
+    request.log.error({ err }, 'RESO request failed');
+    status = 500;
+    body = odataErrorBody({ code: 'InternalError', message: 'Something went wrong on our side' });
+  }
+  return reply.code(status).type('application/json').header('odata-version', '4.01').send(body);
+}
