@@ -1440,7 +1440,8 @@ export interface components {
          *           },
          *           "caption": "Front of the house"
          *         },
-         *         "virtualTours": []
+         *         "virtualTours": [],
+         *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
          *       },
          *       "listedAt": "2026-05-04T15:30:00.000Z",
          *       "version": 3,
@@ -3416,7 +3417,8 @@ export interface operations {
                      *           },
                      *           "caption": "Front of the house"
                      *         },
-                     *         "virtualTours": []
+                     *         "virtualTours": [],
+                     *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
                      *       },
                      *       "listedAt": "2026-05-04T15:30:00.000Z",
                      *       "version": 3,
@@ -3645,7 +3647,8 @@ export interface operations {
                      *           },
                      *           "caption": "Front of the house"
                      *         },
-                     *         "virtualTours": []
+                     *         "virtualTours": [],
+                     *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
                      *       },
                      *       "listedAt": "2026-05-04T15:30:00.000Z",
                      *       "version": 3,
@@ -4029,7 +4032,8 @@ export interface operations {
                      *           },
                      *           "caption": "Front of the house"
                      *         },
-                     *         "virtualTours": []
+                     *         "virtualTours": [],
+                     *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
                      *       },
                      *       "listedAt": "2026-05-04T15:30:00.000Z",
                      *       "version": 3,

@@ -168,6 +168,7 @@ export const examples = {
       photoCount: 1,
       primaryPhoto: { id: 'med_2b7XkQ', urls: photoUrls, caption: 'Front of the house' },
       virtualTours: [],
+      photosChangedAt: '2026-05-04T15:31:12.000Z',
     },
     listedAt: at,
     version: 3,
