@@ -34,6 +34,11 @@ PY
 
 build() {
   [ -f "$dir/.built-$stamp" ] && return 0
+  # One build at a time (test files run this in parallel workers); the others wait for it and use it.
+  mkdir -p "$(dirname "$dir")"
+  exec 9>"$dir.lock"
+  flock -w 900 9 || { echo "another build of the commander holds $dir.lock" >&2; return 1; }
+  [ -f "$dir/.built-$stamp" ] && { flock -u 9; return 0; }
   command -v java >/dev/null && command -v javac >/dev/null && command -v mvn >/dev/null || { echo "commander needs JDK 17 and Maven" >&2; return 1; }
   rm -rf "$dir"; mkdir -p "$dir" && tar -xJf "$here/commander-src.tar.xz" -C "$dir" || return 1
   cp "$here/commander-pom.xml" "$dir/pom.xml"
@@ -42,6 +47,17 @@ build() {
   ( cd "$dir" && javac -nowarn -encoding UTF-8 -d out -cp 'libs/*' $(find src/main/java -name '*.java') >"$dir/javac.log" 2>&1 && cp -r src/main/resources/* out/ ) || { echo "javac failed: see $dir/javac.log" >&2; return 1; }
   mkdir -p "$dir/build/certification/"{cucumberJson,reports,results}
   touch "$dir/.built-$stamp"
+  flock -u 9
+}
+
+# Each run in a folder of its own (the tool writes its reports and logs relative to where it runs), so runs at the
+# same time never touch each other's files; the build is shared and only read.
+run_dir() {
+  local r
+  r=$(mktemp -d "${TMPDIR:-/tmp}/reso-commander-run.XXXXXX") || return 1
+  ln -s "$dir/src" "$r/src"
+  mkdir -p "$r/build/certification/"{cucumberJson,reports,results}
+  echo "$r"
 }
 
 summary() { # cucumber's "N Scenarios (x failed, y skipped, z passed)" line
@@ -59,20 +75,26 @@ case "${1:-}" in
   core)
     build || exit 2
     url=$2; token=$3; key=$4; shift 4
-    script="$dir/run.resoscript"
+    run=$(run_dir) || exit 2
+    script="$run/run.resoscript"
     sed -e "s#<WebAPIURI>[^<]*</WebAPIURI>#<WebAPIURI>${url}</WebAPIURI>#" -e "s#<BearerToken>[^<]*</BearerToken>#<BearerToken>${token}</BearerToken>#" \
         -e "s#Name=\"KeyValue\" Value=\"[^\"]*\"#Name=\"KeyValue\" Value=\"'${key}'\"#" "$here/core.resoscript.template" > "$script"
     for kv in "$@"; do n=${kv%%=*}; v=${kv#*=}; sed -i "s#Name=\"${n}\" Value=\"[^\"]*\"#Name=\"${n}\" Value=\"${v}\"#" "$script"; done
-    log="$dir/core.log"
-    ( cd "$dir" && timeout 900 java -Dversion=2.0.0 -DpathToRESOScript="$script" -cp 'out:libs/*' io.cucumber.core.cli.Main --plugin pretty --plugin summary --monochrome \
+    log="$run/core.log"
+    ( cd "$run" && timeout 900 java -Dversion=2.0.0 -DpathToRESOScript="$script" -cp "$dir/out:$dir/libs/*" io.cucumber.core.cli.Main --plugin pretty --plugin summary --monochrome \
         --glue 'org.reso.certification.stepdefs#WebAPIServerCore' src/main/java/org/reso/certification/features/web-api/v2.0.0/web-api-server.core.feature ) >"$log" 2>&1
-    summary "$log" core ;;
+    summary "$log" core; code=$?
+    [ "$code" -eq 0 ] && rm -rf "$run" # a failed run's folder stays, for its log
+    exit "$code" ;;
   metadata)
     build || exit 2
-    log="$dir/metadata.log"; file=$(realpath "$2")
-    ( cd "$dir" && timeout 900 java -Dversion=2.0 -Dstrict=true -DpathToMetadata="$file" -cp 'out:libs/*' io.cucumber.core.cli.Main --plugin summary --monochrome \
+    run=$(run_dir) || exit 2
+    log="$run/metadata.log"; file=$(realpath "$2")
+    ( cd "$run" && timeout 900 java -Dversion=2.0 -Dstrict=true -DpathToMetadata="$file" -cp "$dir/out:$dir/libs/*" io.cucumber.core.cli.Main --plugin summary --monochrome \
         --glue 'org.reso.certification.stepdefs#DataDictionary' src/main/java/org/reso/certification/features/data-dictionary/v2.0 ) >"$log" 2>&1
     grep -q 'XML Metadata is valid!' "$log" && grep -q 'Edm Metadata is valid!' "$log" || { echo "the metadata is not valid CSDL/EDM: see $log"; echo "commander_metadata passed=0 failed=1 skipped=0"; exit 1; }
-    summary "$log" metadata ;;
+    summary "$log" metadata; code=$?
+    [ "$code" -eq 0 ] && rm -rf "$run"
+    exit "$code" ;;
   *) sed -n 2,10p "$0"; exit 2 ;;
 esac
