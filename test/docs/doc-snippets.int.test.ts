@@ -133,15 +133,26 @@ class DocumentRun {
     return fillPlaceholders(code, this.ids, this.latest, this.port);
   }
 
-  close(): void {
+  /** Stops what the document started (the products it ran in the background) and removes its folder once they exit. */
+  async close(): Promise<void> {
     for (const child of this.background) child.kill();
-    if (existsSync(this.pids))
-      for (const pid of readFileSync(this.pids, 'utf8').split('\n').filter(Boolean))
-        try {
-          process.kill(-Number(pid), 'SIGTERM');
-        } catch {
-          // already gone
-        }
+    const groups = existsSync(this.pids) ? readFileSync(this.pids, 'utf8').split('\n').filter(Boolean).map(Number) : [];
+    const alive = (group: number): boolean => {
+      try {
+        process.kill(-group, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (const group of groups.filter(alive)) process.kill(-group, 'SIGTERM');
+    // A product finishes what it is writing before it exits (renditions among it): its files are removed after.
+    await eventually(
+      () => {
+        if (groups.some(alive)) throw new Error(`still running: ${groups.filter(alive).join(', ')}`);
+      },
+      { timeoutMs: 60_000 },
+    );
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -97,6 +97,7 @@ describe('media in the embedded profile: upload through the gateway edge, summar
         photoCount: 2,
         primaryPhoto: { id: first.id, urls: first.urls, caption: null },
         virtualTours: [{ id: tour.json().items[0].id, url: 'https://tours.example.com/abc', caption: 'Tour' }],
+        photosChangedAt: expect.any(String),
       });
       expect(shown.version).toBeGreaterThan(listing.version);
       const thumb = await product.app.inject({ method: 'GET', url: shown.media.primaryPhoto.urls.thumb });

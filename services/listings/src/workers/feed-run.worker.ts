@@ -4,7 +4,7 @@ import type { FeedLedger } from '@estate/contracts/feeds';
 import { jobProgressSubject, type JobItemError } from '@estate/contracts/jobs';
 import type { Bus, OutboxRelay } from '@estate/bus';
 import type { RequestContext } from '@estate/platform/auth';
-import { AppError } from '@estate/platform/errors';
+import { AppError, DependencyUnavailable } from '@estate/platform/errors';
 import { listingFromReso } from '@estate/reso';
 import type { Transaction } from '@estate/store';
 import type { Logger } from 'pino';
@@ -108,7 +108,15 @@ export class FeedRunWorker {
   kick(): void {
     if (this.stopping || this.polling) return;
     this.polling = this.poll()
-      .catch((err: unknown) => this.deps.log.warn({ err }, 'looking for feed runs failed'))
+      .catch((err: unknown) => {
+        // An engine away is expected and retried at the next poll: one line, no stack, while it lasts.
+        if (err instanceof DependencyUnavailable)
+          this.deps.log.warn(
+            { dependency: err.dependency, reason: err.message },
+            'looking for feed runs waits; will retry',
+          );
+        else this.deps.log.error({ err }, 'looking for feed runs failed');
+      })
       .finally(() => (this.polling = undefined));
   }
 
