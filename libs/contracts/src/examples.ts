@@ -5,43 +5,45 @@ const photoUrls = {
   thumb: 'https://api.brokerage.test/files/T2ER_-k9CvyVpSzABuvKVQ/thumb',
 };
 
+const listingCreate = {
+  externalId: 'MLS-123',
+  source: 'acme-mls',
+  mlsNumber: '123',
+  status: 'active',
+  pricing: { listPrice: 450000, currency: 'USD' },
+  propertyDetails: {
+    propertyType: 'residential',
+    propertySubType: 'single_family',
+    bedrooms: 3,
+    bathrooms: 2,
+    livingArea: 1850,
+    livingAreaUnits: 'sqft',
+    lotSize: 5000,
+    yearBuilt: 1998,
+    description: 'Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.',
+    features: ['garage', 'fireplace'],
+  },
+  location: {
+    address: {
+      street: '1 Main St',
+      unit: null,
+      city: 'Austin',
+      stateOrProvince: 'TX',
+      postalCode: '78701',
+      country: 'US',
+    },
+    latitude: 30.27,
+    longitude: -97.74,
+  },
+} as const;
+
 /**
  * Example request bodies, one per writable type, and answers of the main resources: shown in the API reference and
  * the docs, checked against their schemas by a test (examples.spec.ts). Plain data, so every contract file can
  * import it.
  */
 export const examples = {
-  listingCreate: {
-    externalId: 'MLS-123',
-    source: 'acme-mls',
-    mlsNumber: '123',
-    status: 'active',
-    pricing: { listPrice: 450000, currency: 'USD' },
-    propertyDetails: {
-      propertyType: 'residential',
-      propertySubType: 'single_family',
-      bedrooms: 3,
-      bathrooms: 2,
-      livingArea: 1850,
-      livingAreaUnits: 'sqft',
-      lotSize: 5000,
-      yearBuilt: 1998,
-      description: 'Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.',
-      features: ['garage', 'fireplace'],
-    },
-    location: {
-      address: {
-        street: '1 Main St',
-        unit: null,
-        city: 'Austin',
-        stateOrProvince: 'TX',
-        postalCode: '78701',
-        country: 'US',
-      },
-      latitude: 30.27,
-      longitude: -97.74,
-    },
-  },
+  listingCreate,
   listingPatch: { status: 'pending', pricing: { listPrice: 439000 } },
   bulkListingsRequest: {
     listings: [
@@ -135,35 +137,8 @@ export const examples = {
   // Answers.
   listing: {
     id: 'lst_4kq9Zr2mXw',
-    externalId: 'MLS-123',
-    source: 'acme-mls',
-    mlsNumber: '123',
-    status: 'active',
-    pricing: { listPrice: 450000, currency: 'USD', pricePerArea: 243.24 },
-    propertyDetails: {
-      propertyType: 'residential',
-      propertySubType: 'single_family',
-      bedrooms: 3,
-      bathrooms: 2,
-      livingArea: 1850,
-      livingAreaUnits: 'sqft',
-      lotSize: 5000,
-      yearBuilt: 1998,
-      description: 'Bright craftsman bungalow near downtown, renovated kitchen, shaded backyard.',
-      features: ['garage', 'fireplace'],
-    },
-    location: {
-      address: {
-        street: '1 Main St',
-        unit: null,
-        city: 'Austin',
-        stateOrProvince: 'TX',
-        postalCode: '78701',
-        country: 'US',
-      },
-      latitude: 30.27,
-      longitude: -97.74,
-    },
+    ...listingCreate,
+    pricing: { ...listingCreate.pricing, pricePerArea: 243.24 },
     media: {
       photoCount: 1,
       primaryPhoto: { id: 'med_2b7XkQ', urls: photoUrls, caption: 'Front of the house' },
@@ -231,14 +206,7 @@ export const examples = {
           status: 'active',
           propertyType: 'residential',
           price: { listPrice: 450000, currency: 'USD' },
-          address: {
-            street: '1 Main St',
-            unit: null,
-            city: 'Austin',
-            stateOrProvince: 'TX',
-            postalCode: '78701',
-            country: 'US',
-          },
+          address: listingCreate.location.address,
           primaryPhoto: { id: 'med_2b7XkQ', urls: photoUrls },
           updatedAt: '2026-05-04T15:31:12.000Z',
         },

@@ -121,7 +121,7 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     outbox: relay,
     clock,
     log,
-    transaction: deps.transaction,
+    commitPage: deps.transaction ?? ((apply) => apply()),
     ...(deps.feeds.pollMs ? { pollMs: deps.feeds.pollMs } : {}),
     ...(deps.feeds.leaseMs ? { leaseMs: deps.feeds.leaseMs } : {}),
   }));

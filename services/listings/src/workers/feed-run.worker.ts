@@ -40,8 +40,12 @@ export interface FeedRunWorkerDeps {
   outbox?: Pick<OutboxRelay, 'kick'>;
   clock: () => Date;
   log: Logger;
-  /** The listings store's transaction, when it has one: a page's writes commit with the run's record of them. */
-  transaction?: Transaction;
+  /**
+   * How a page's writes and the run's record of them commit: one transaction where the store has them (SQLite);
+   * elsewhere each write on its own, the per-record marks on listings making a replayed page apply nothing twice.
+   * The composition root chooses.
+   */
+  commitPage: Transaction;
   leaseMs?: number;
   /** How often open runs nobody holds are looked for (a run queued here is taken at once). */
   pollMs?: number;
@@ -424,7 +428,7 @@ export class FeedRunWorker {
       if (!recorded) throw new RunHandedBack();
       return recorded;
     };
-    state.job = this.deps.transaction ? await this.deps.transaction(apply) : await apply();
+    state.job = await this.deps.commitPage(apply);
     // A dry run moves no cursor; its requests count against the budget all the same.
     const held = await this.deps.feeds.commit(state.feed.id, job.id, {
       ...(ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {}),
