@@ -6,7 +6,18 @@ import { listingsGet } from './listings-get';
 import { media } from './media';
 import { reso } from './reso';
 import { search } from './search';
+import { soak } from './soak';
 import { webhooks } from './webhooks';
 
 /** Every scenario, in the order a plain `npm run bench` runs them. */
-export const scenarios: readonly Scenario[] = [listingsGet, search, reso, media, bulk, leads, webhooks, distributed];
+export const scenarios: readonly Scenario[] = [
+  listingsGet,
+  search,
+  reso,
+  media,
+  bulk,
+  leads,
+  webhooks,
+  soak,
+  distributed,
+];
