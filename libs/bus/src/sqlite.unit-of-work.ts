@@ -1,10 +1,19 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DocumentCollection, Filter, Update } from '@estate/store';
-import type { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
+import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
 import { publishEntries, type OutboxDoc, type OutboxEntry } from './outbox';
 import type { Unit, UnitOfWork } from './unit-of-work';
+
+/** What a unit needs of the SQLite document store: its connection, its transactions and its turns on the connection. */
+export interface SqliteTransactions {
+  readonly database: Database.Database;
+  transaction<R>(fn: () => Promise<R>): Promise<R>;
+  turn(): Promise<void>;
+  write<R>(body: () => R): R;
+  statement(sql: string): Database.Statement;
+}
 
 /** The outbox table, beside the collections in the service's file. */
 const TABLE = '"outbox$events"';
@@ -74,7 +83,7 @@ export class SqliteUnitOfWork implements UnitOfWork {
 
   constructor(
     private readonly deps: {
-      store: SqliteDocumentStore;
+      store: SqliteTransactions;
       bus: Bus;
       log: Logger;
     },
