@@ -86,6 +86,9 @@ export class MongoUnitOfWork implements UnitOfWork {
     }
   }
 
+  /** A unit publishes before it resolves. */
+  async settled(): Promise<void> {}
+
   batch<R>(fn: () => Promise<R>): Promise<R> {
     return fn();
   }

@@ -15,6 +15,9 @@ export interface SqliteTransactions {
   statement(sql: string): Database.Statement;
 }
 
+/** Events of committed units waiting to be published beyond which a unit waits for them before it resolves. */
+const MAX_BACKLOG = 1000;
+
 /** The outbox table, beside the collections in the service's file. */
 const TABLE = '"outbox$events"';
 
@@ -80,6 +83,9 @@ export class SqliteUnitOfWork implements UnitOfWork {
   private readonly inFlight = new Set<number>();
   /** Rows published and not yet deleted. */
   private readonly published = new Set<number>();
+  /** Committed units' events being published, in commit order, and how many are waiting. */
+  private publishing: Promise<void> = Promise.resolve();
+  private backlog = 0;
 
   constructor(
     private readonly deps: {
@@ -111,12 +117,21 @@ export class SqliteUnitOfWork implements UnitOfWork {
       throw err;
     }
     for (const seq of cleared) this.published.delete(seq);
-    await this.publish(unit.staged);
+    // Published behind the request, in commit order (the in-process consumers run outside it); a request
+    // waits only when the events of committed units pile up, so a busy process builds no unbounded backlog.
+    this.backlog += unit.staged.length;
+    this.publishing = this.publishing.then(() => this.publish(unit.staged));
+    if (this.backlog > MAX_BACKLOG) await this.publishing;
     return result;
   }
 
   batch<R>(fn: () => Promise<R>): Promise<R> {
     return this.deps.store.transaction(fn);
+  }
+
+  /** Resolves when every committed unit's events were published (or left to the relay). */
+  async settled(): Promise<void> {
+    await this.publishing;
   }
 
   async sweep(publish: (entries: OutboxEntry[]) => Promise<void>, limit: number): Promise<boolean> {
@@ -166,6 +181,7 @@ export class SqliteUnitOfWork implements UnitOfWork {
   /** Publishes a committed unit's events in order; what fails stays in the table for the relay. */
   private async publish(staged: Staged[]): Promise<void> {
     if (staged.length === 0) return;
+    this.backlog -= staged.length;
     let sent = 0;
     try {
       for (const { seq, entry } of staged) {

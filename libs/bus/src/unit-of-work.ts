@@ -13,13 +13,15 @@ import type { OutboxDoc, OutboxEntry } from './outbox';
  *   out is repaired from the events (their consumers are idempotent).
  *
  * On both, a document write that fails or matches nothing leaves no event, and the events of a
- * unit are published once it has committed, before `run` resolves (in the embedded profile that is
- * after every in-process consumer handled them). A publish that fails, or a process that dies
- * before it, leaves them to the relay's sweep.
+ * unit are published once it has committed, in commit order: MongoDB before `run` resolves, SQLite
+ * right behind it (its in-process consumers then run outside the request; `settled` waits for them).
+ * A publish that fails, or a process that dies before it, leaves them to the relay's sweep.
  */
 export interface UnitOfWork {
   /** Runs `work` as one unit. Called inside another unit of the same adapter, joins it. */
   run<R>(work: (unit: Unit) => Promise<R>): Promise<R>;
+  /** Resolves when the events of every unit committed so far were published, or left to the relay. */
+  settled(): Promise<void>;
   /** Runs `fn`'s store writes as one commit where the adapter can (the relay clears many outboxes at once). */
   batch<R>(fn: () => Promise<R>): Promise<R>;
   /**

@@ -57,8 +57,10 @@ describe('SqliteUnitOfWork: a unit is one transaction', () => {
     const things = await store.collection<OutboxDoc>('things');
     const count = () => (store.database.prepare('SELECT count(*) AS n FROM "outbox$events"').get() as { n: number }).n;
     await units.run((unit) => unit.insert(things, { id: 'a', version: 1 }, [deleted('a', 1)]));
+    await units.settled();
     expect(count()).toBe(1);
     await units.run((unit) => unit.insert(things, { id: 'b', version: 1 }, [deleted('b', 1)]));
+    await units.settled();
     expect(count()).toBe(1);
     const republished: string[] = [];
     await units.sweep(async (entries) => void republished.push(...entries.map((e) => e.eventId)), 100);

@@ -44,7 +44,7 @@ class FlakyBus extends MemoryBus {
 /**
  * The unit-of-work contract (docs/decisions/0126-unit-of-work.md): what every adapter guarantees a service. A unit
  * whose document write fails leaves neither document nor event; a committed unit's events are published, in order,
- * before `run` resolves; what could not be published is the relay's, which publishes it once.
+ * once it committed (`settled`); what could not be published is the relay's, which publishes it once.
  */
 export function unitOfWorkContract(name: string, open: OpenUnitOfWork): void {
   describe(`unit of work contract: ${name}`, () => {
@@ -77,15 +77,17 @@ export function unitOfWorkContract(name: string, open: OpenUnitOfWork): void {
       return seen.slice(before);
     }
 
-    it('commits a document with its events and publishes them, in order, before run resolves', async () => {
+    it('commits a document with its events and publishes them, in order', async () => {
       await fixture.units.run((unit) =>
         unit.insert(col, { id: 'a', version: 1, n: 1 }, [deleted('a', 1), deleted('a', 2)]),
       );
+      await fixture.units.settled();
       expect(seen).toEqual(['a@1', 'a@2']);
       expect(await col.findOne({ id: 'a' })).toMatchObject({ id: 'a', n: 1 });
       await fixture.units.run((unit) =>
         unit.update(col, { id: 'a', version: 1 }, { $set: { version: 2, n: 2 } }, [deleted('a', 3)]),
       );
+      await fixture.units.settled();
       expect(seen).toEqual(['a@1', 'a@2', 'a@3']);
       expect(await leftForTheRelay()).toEqual([]);
     });
@@ -95,6 +97,7 @@ export function unitOfWorkContract(name: string, open: OpenUnitOfWork): void {
         await unit.insert(col, { id: 'a', version: 1, n: 1 }, [deleted('a', 1)]);
         await unit.insert(col, { id: 'b', version: 1, n: 1 }, [deleted('b', 1)]);
       });
+      await fixture.units.settled();
       expect(seen).toEqual(['a@1', 'b@1']);
       expect(await col.count({})).toBe(2);
       expect(await leftForTheRelay()).toEqual([]);
@@ -102,9 +105,11 @@ export function unitOfWorkContract(name: string, open: OpenUnitOfWork): void {
 
     it('a write that fails leaves neither document nor event', async () => {
       await fixture.units.run((unit) => unit.insert(col, { id: 'a', version: 1, n: 1 }, [deleted('a', 1)]));
+      await fixture.units.settled();
       await expect(
         fixture.units.run((unit) => unit.insert(col, { id: 'a', version: 1, n: 2 }, [deleted('a', 9)])),
       ).rejects.toBeInstanceOf(DuplicateKeyError);
+      await fixture.units.settled();
       expect(await col.findOne({ id: 'a' })).toMatchObject({ n: 1 });
       expect(await leftForTheRelay()).toEqual([]);
       expect(seen).toEqual(['a@1']);
@@ -112,9 +117,11 @@ export function unitOfWorkContract(name: string, open: OpenUnitOfWork): void {
 
     it('an update that matches nothing (a lost compare-and-set) writes nothing and has no event', async () => {
       await fixture.units.run((unit) => unit.insert(col, { id: 'a', version: 1, n: 1 }, [deleted('a', 1)]));
+      await fixture.units.settled();
       const lost = await fixture.units.run((unit) =>
         unit.update(col, { id: 'a', version: 7 }, { $set: { version: 8, n: 8 } }, [deleted('a', 8)]),
       );
+      await fixture.units.settled();
       expect(lost).toBeNull();
       expect(await col.findOne({ id: 'a' })).toMatchObject({ version: 1, n: 1 });
       expect(await leftForTheRelay()).toEqual([]);
@@ -123,9 +130,11 @@ export function unitOfWorkContract(name: string, open: OpenUnitOfWork): void {
 
     it('removes a document with its event: gone for readers, the event published once', async () => {
       await fixture.units.run((unit) => unit.insert(col, { id: 'a', version: 1, n: 1 }, [deleted('a', 1)]));
+      await fixture.units.settled();
       const removed = await fixture.units.run((unit) =>
         unit.remove(col, { id: 'a', version: 1 }, { $set: { version: 2 } }, [deleted('a', 2)]),
       );
+      await fixture.units.settled();
       expect(removed).toBe(true);
       expect(await col.findOne({ id: 'a', ...notDeleted })).toBeNull();
       expect(await leftForTheRelay()).toEqual([]);
@@ -137,6 +146,7 @@ export function unitOfWorkContract(name: string, open: OpenUnitOfWork): void {
     it('a committed unit whose publish failed keeps its events for the relay, which publishes them once', async () => {
       bus.failures = 1;
       await fixture.units.run((unit) => unit.insert(col, { id: 'a', version: 1, n: 1 }, [deleted('a', 1)]));
+      await fixture.units.settled();
       expect(seen).toEqual([]);
       expect(await col.findOne({ id: 'a' })).toMatchObject({ n: 1 });
       expect(await leftForTheRelay()).toEqual(['a@1']);
