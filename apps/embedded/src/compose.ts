@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FsBlobStore } from '@estate/blobs/fs.blob-store';
 import { MemoryBus } from '@estate/bus/memory.bus';
+import { SqliteUnitOfWork } from '@estate/bus/sqlite.unit-of-work';
 import { composeGateway, gatewayApp, type BootstrapResult } from '@estate/gateway';
 import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
@@ -54,6 +55,8 @@ export async function composeEmbedded(
   };
   const listingIndex =
     options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
+  // Each service's writes, their events and (listings) the search rows commit in one transaction of its file.
+  const units = (store: SqliteDocumentStore) => new SqliteUnitOfWork({ store, bus, log });
   // The RESO Web API reads galleries with a direct call here (over HTTP when distributed); media is composed below.
   const galleries: { current?: MediaRuntime['gallery'] } = {};
   const listings = await composeListings({
@@ -69,8 +72,8 @@ export async function composeEmbedded(
     bus,
     log,
     index: listingIndex,
-    transaction: (fn) => stores.listings.transaction(fn),
-    indexInStore: listingIndex instanceof SqliteListingIndex,
+    units: units(stores.listings),
+    requeueUnfinishedJobs: true,
   });
   const media = await composeMedia({
     store: stores.media,
@@ -88,7 +91,8 @@ export async function composeEmbedded(
       },
     },
     log,
-    transaction: (fn) => stores.media.transaction(fn),
+    units: units(stores.media),
+    queue: 'in-process',
   });
   galleries.current = media.gallery;
   const leads = await composeLeads({
@@ -106,7 +110,7 @@ export async function composeEmbedded(
         }
       },
     },
-    transaction: (fn) => stores.leads.transaction(fn),
+    units: units(stores.leads),
   });
   const webhooks = await composeWebhooks({
     store: stores.webhooks,
@@ -120,7 +124,7 @@ export async function composeEmbedded(
         orNull(() => media.gallery.get(serviceIdentity(accountId), listingId, mediaId)),
     },
     options: config.webhooks,
-    transaction: (fn) => stores.webhooks.transaction(fn),
+    units: units(stores.webhooks),
     ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
   });
   const gateway = await composeGateway({

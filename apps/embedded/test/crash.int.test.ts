@@ -180,6 +180,8 @@ describe('embedded profile killed mid-write (SIGKILL) and started again at once'
           const listings = await store.collection<{ id: string }>('listings');
           const pending = await listings.count({ _outboxPending: true });
           if (pending > 0) throw new Error(`${pending} listings still have events to publish`);
+          const { n } = store.database.prepare('SELECT count(*) AS n FROM "outbox$events"').get() as { n: number };
+          if (n > 0) throw new Error(`${n} events of committed writes are still in the outbox table`);
         } finally {
           await store.close();
         }

@@ -8,7 +8,7 @@ import { type BusMessage } from '@estate/bus';
 import { listingCreate } from '@estate/contracts/listings';
 import { composeListings } from '@estate/listings';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { eventually, identityFor, listingBody } from '@estate/testing';
+import { eventually, identityFor, listingBody, unitsFor } from '@estate/testing';
 import type { InjectOptions } from 'fastify';
 import pino from 'pino';
 import sharp from 'sharp';
@@ -147,9 +147,12 @@ describe('media in the embedded profile: upload through the gateway edge, summar
 describe('listings: media summary from media.media.changed is idempotent by media revision', () => {
   it('applies a newer summary once, and ignores repeats and older revisions', async () => {
     const bus = new MemoryBus(log);
+    const store = SqliteDocumentStore.open(':memory:');
     const listings = await composeListings({
-      store: SqliteDocumentStore.open(':memory:'),
+      store,
       bus,
+      units: unitsFor(store, bus, log),
+      requeueUnfinishedJobs: true,
       log,
       index: new MemoryListingIndex(),
       feeds: { secretKey: 'media-test-feeds-key-0123456789-0123', allowPrivateSources: false },

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { EventPayload, Subject } from '@estate/contracts/events';
 import { DependencyUnavailable } from '@estate/platform/errors';
-import type { DocumentCollection, StoredDoc, Transaction, Update } from '@estate/store';
+import type { DocumentCollection, StoredDoc, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
 import { metrics, secondsSince } from '@estate/platform/metrics';
 import { KeyedScheduler } from './keyed-scheduler';
+import type { UnitOfWork } from './unit-of-work';
 
 const causeOf = (err: DependencyUnavailable): string =>
   err.extra.cause instanceof Error ? err.extra.cause.message : err.detail;
@@ -78,8 +79,8 @@ export class OutboxRelay {
       bus: Bus;
       log: Logger;
       intervalMs?: number;
-      /** The store's transaction, where it has one: a sweep then clears the entries it published in one commit. */
-      transaction?: Transaction;
+      /** The unit of work of the service's store: its unpublished events, and how a sweep's clearing commits. */
+      units: Pick<UnitOfWork, 'batch' | 'sweep'>;
     },
   ) {}
 
@@ -149,30 +150,31 @@ export class OutboxRelay {
     } while (this.again && !this.stopped);
   }
 
-  /** Takes up to SWEEP_LIMIT pending documents from each collection in turn, so a backlog in one never holds up another. */
+  /**
+   * Publishes what committed units left, then takes up to SWEEP_LIMIT pending documents from each collection in
+   * turn, so a backlog in one never holds up another.
+   */
   private async sweep(): Promise<void> {
     for (let more = true; more;) {
-      more = false;
+      more = await this.deps.units.sweep((entries) => this.publishEntries(entries), SWEEP_LIMIT);
       for (const { name, col } of this.collections) {
         const docs = await col.find({ _outboxPending: true }, { limit: SWEEP_LIMIT });
-        if (this.deps.transaction) {
-          // Publish in order, then clear together: one commit rather than one per document.
-          for (const doc of docs) await this.publish(doc);
-          await this.deps.transaction(async () => {
-            for (const doc of docs) await this.settle(name, col, doc);
-          });
-        } else await this.relayAll(name, col, docs);
+        await this.relayAll(name, col, docs);
         if (docs.length === SWEEP_LIMIT) more = true;
       }
     }
   }
 
-  /** Several documents at once, each document's events in order: documents are independent of each other. */
+  /**
+   * Publishes several documents' events at once (each document's in order: documents are independent of each
+   * other), then clears the published ones together (one commit where the store has transactions).
+   */
   private async relayAll(name: string, col: DocumentCollection<OutboxDoc>, docs: OutboxDoc[]): Promise<void> {
+    if (docs.length === 0) return;
     const relaying = new KeyedScheduler(RELAY_CONCURRENCY);
-    const outcomes = await Promise.allSettled(
-      docs.map((doc) => relaying.run(doc.id, () => this.relay(name, col, doc))),
-    );
+    const outcomes = await Promise.allSettled(docs.map((doc) => relaying.run(doc.id, () => this.publish(doc))));
+    const published = docs.filter((_, i) => outcomes[i].status === 'fulfilled');
+    await this.deps.units.batch(() => Promise.all(published.map((doc) => this.settle(name, col, doc))));
     const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
     if (failed) throw failed.reason;
   }
@@ -183,33 +185,48 @@ export class OutboxRelay {
   }
 
   private async publish(doc: OutboxDoc): Promise<void> {
-    for (const e of doc._outbox ?? []) {
-      await this.deps.bus.publish(e.subject, e.payload as never, { msgId: e.eventId, requestId: e.requestId });
-      metrics.outboxLag.observe(
-        { subject: e.subject },
-        secondsSince((e.payload as { occurredAt?: string }).occurredAt),
-      );
-    }
+    await this.publishEntries(doc._outbox ?? []);
+  }
+
+  private publishEntries(entries: OutboxEntry[]): Promise<void> {
+    return publishEntries(this.deps.bus, entries);
   }
 
   /** Clears the published entries of `doc`, or removes its tombstone; what was added meanwhile stays for the next sweep. */
   private async settle(name: string, col: DocumentCollection<OutboxDoc>, doc: OutboxDoc): Promise<void> {
-    const entries = doc._outbox ?? [];
-    if (doc._deleted) {
-      if (await col.deleteOne({ id: doc.id, version: doc.version, _outboxPending: true })) return;
-    } else if (
-      await col.updateOne(
-        { id: doc.id, version: doc.version, _outboxPending: true },
-        { $set: { _outbox: [], _outboxPending: false } },
-      )
-    ) {
-      return;
-    }
-    // The document changed while we published: drop what went out, leave the rest for the next sweep.
-    if (entries.length > 0) {
-      await col.updateOne({ id: doc.id }, { $pull: { _outbox: { eventId: { $in: entries.map((e) => e.eventId) } } } });
-    }
+    if (await settleOutbox(col, doc)) return;
     this.again = true;
     this.deps.log.debug({ collection: name, id: doc.id }, 'outbox entry changed during relay; resweeping');
   }
+}
+
+/** Publishes outbox entries in order, each with its event id as the message id (the bus drops a repeat). */
+export async function publishEntries(bus: Bus, entries: OutboxEntry[]): Promise<void> {
+  for (const e of entries) {
+    await bus.publish(e.subject, e.payload as never, { msgId: e.eventId, requestId: e.requestId });
+    metrics.outboxLag.observe({ subject: e.subject }, secondsSince((e.payload as { occurredAt?: string }).occurredAt));
+  }
+}
+
+/**
+ * After `doc`'s outbox was published: clears it, or removes the document when it is a tombstone, if the document
+ * is still at the version read (true). Otherwise pulls just the entries published and leaves the rest (false).
+ */
+export async function settleOutbox<T extends OutboxDoc>(col: DocumentCollection<T>, doc: OutboxDoc): Promise<boolean> {
+  const entries = doc._outbox ?? [];
+  if (doc._deleted) {
+    if (await col.deleteOne({ id: doc.id, version: doc.version, _outboxPending: true })) return true;
+  } else if (
+    await col.updateOne(
+      { id: doc.id, version: doc.version, _outboxPending: true },
+      { $set: { _outbox: [], _outboxPending: false } },
+    )
+  ) {
+    return true;
+  }
+  // The document changed while we published: drop what went out, leave the rest for the next sweep.
+  if (entries.length > 0) {
+    await col.updateOne({ id: doc.id }, { $pull: { _outbox: { eventId: { $in: entries.map((e) => e.eventId) } } } });
+  }
+  return false;
 }

@@ -12,7 +12,10 @@ import pino from 'pino';
 import type { Bus, BusMessage } from '../src/bus';
 import { MemoryBus } from '../src/memory.bus';
 import { NatsBus } from '../src/nats.bus';
+import { MongoUnitOfWork } from '../src/mongo.unit-of-work';
 import { OutboxRelay, type OutboxDoc } from '../src/outbox';
+import { SqliteUnitOfWork } from '../src/sqlite.unit-of-work';
+import type { UnitOfWork } from '../src/unit-of-work';
 
 const log = pino({ level: 'silent' });
 const ROOT = join(__dirname, '..', '..', '..');
@@ -34,7 +37,10 @@ beforeAll(() => {
 afterAll(() => rmSync(script, { force: true }));
 
 /** A real process writes a document with its event and is killed before publishing it; a new relay must publish it. */
-async function crashThenRecover(env: Record<string, string>, open: () => Promise<{ store: DocumentStore; bus: Bus }>) {
+async function crashThenRecover(
+  env: Record<string, string>,
+  open: () => Promise<{ store: DocumentStore; bus: Bus; units: UnitOfWork }>,
+) {
   const id = `lst_${randomBytes(6).toString('hex')}`;
   const res = spawnSync(process.execPath, [script], {
     env: { ...process.env, ...env, CRASH_ID: id },
@@ -43,9 +49,9 @@ async function crashThenRecover(env: Record<string, string>, open: () => Promise
   });
   expect(res.signal).toBe('SIGKILL');
 
-  const { store, bus } = await open();
+  const { store, bus, units } = await open();
   const col = await store.collection<OutboxDoc>('things');
-  expect((await col.findOne({ id }))?._outbox).toHaveLength(1);
+  expect(await col.findOne({ id })).toMatchObject({ id, version: 1 });
   const got: BusMessage<'listings.listing.deleted'>[] = [];
   await bus.subscribe(
     ['listings.listing.deleted'],
@@ -54,14 +60,17 @@ async function crashThenRecover(env: Record<string, string>, open: () => Promise
       if (m.payload.listingId === id) got.push(m);
     },
   );
-  const relay = new OutboxRelay({ bus, log, intervalMs: 100 });
+  const relay = new OutboxRelay({ bus, log, intervalMs: 100, units });
   relay.watch('things', col);
   relay.start();
   try {
     await eventually(() => expect(got).toHaveLength(1), { timeoutMs: 10_000, intervalMs: 10 });
     expect(got[0]).toMatchObject({ payload: { listingId: id, accountId: 'acc_crash' }, requestId: 'req-crash' });
     await relay.flush();
-    expect(await col.findOne({ id })).toMatchObject({ _outbox: [], _outboxPending: false });
+    // Nothing is left to publish: a further sweep publishes nothing again.
+    expect(await col.count({ _outboxPending: true })).toBe(0);
+    await relay.flush();
+    expect(got).toHaveLength(1);
   } finally {
     await relay.stop();
     await bus.close();
@@ -69,15 +78,19 @@ async function crashThenRecover(env: Record<string, string>, open: () => Promise
   }
 }
 
-describe('outbox: an event survives a crash between the write and the publish', () => {
+describe.each([
+  ['written with its outbox in the document', {}],
+  ['written through the unit of work', { CRASH_UNIT: '1' }],
+])('outbox: an event survives a crash between the write and the publish (%s)', (_, mode) => {
   it('embedded: SQLite file + in-process bus', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'crash-sqlite-'));
     const file = join(dir, 'things.sqlite');
     try {
-      await crashThenRecover({ CRASH_STORE: 'sqlite', CRASH_FILE: file }, async () => ({
-        store: SqliteDocumentStore.open(file),
-        bus: new MemoryBus(log),
-      }));
+      await crashThenRecover({ ...mode, CRASH_STORE: 'sqlite', CRASH_FILE: file }, async () => {
+        const store = SqliteDocumentStore.open(file);
+        const bus = new MemoryBus(log);
+        return { store, bus, units: new SqliteUnitOfWork({ store, bus, log }) };
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -85,14 +98,21 @@ describe('outbox: an event survives a crash between the write and the publish', 
 });
 
 describeWithEngines('outbox crash recovery on MongoDB + NATS', ['MONGODB_URL', 'NATS_URL'], (urls) => {
-  it('distributed: MongoDB + JetStream', async () => {
+  it.each([
+    ['written with its outbox in the document', {}],
+    ['written through the unit of work', { CRASH_UNIT: '1' }],
+  ])('distributed: MongoDB + JetStream (%s)', async (_, mode) => {
     const dbName = `crash_${randomBytes(4).toString('hex')}`;
     await crashThenRecover(
-      { CRASH_STORE: 'mongo', CRASH_MONGODB_URL: urls.MONGODB_URL, CRASH_DB: dbName },
-      async () => ({
-        store: await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName }),
-        bus: await NatsBus.connect(urls.NATS_URL, { log }),
-      }),
+      { ...mode, CRASH_STORE: 'mongo', CRASH_MONGODB_URL: urls.MONGODB_URL, CRASH_DB: dbName },
+      async () => {
+        const bus = await NatsBus.connect(urls.NATS_URL, { log });
+        return {
+          store: await MongoDocumentStore.connect(urls.MONGODB_URL, { dbName }),
+          bus,
+          units: new MongoUnitOfWork({ bus, log }),
+        };
+      },
     );
   });
 });

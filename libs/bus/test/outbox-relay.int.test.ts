@@ -3,6 +3,7 @@ import pino from 'pino';
 import type { BusMessage } from '../src/bus';
 import { MemoryBus } from '../src/memory.bus';
 import { OutboxRelay, outboxEntry, updateWithOutbox, withOutbox, type OutboxDoc } from '../src/outbox';
+import { SqliteUnitOfWork } from '../src/sqlite.unit-of-work';
 
 const log = pino({ level: 'silent' });
 const deleted = (listingId: string, version: number) =>
@@ -18,8 +19,9 @@ describe('OutboxRelay.relayNow', () => {
     const bus = new MemoryBus(log);
     const seen: BusMessage<'listings.listing.deleted'>[] = [];
     await bus.subscribe(['listings.listing.deleted'], { durable: 'test' }, async (m) => void seen.push(m));
-    const col = await SqliteDocumentStore.open(':memory:').collection<OutboxDoc>('things');
-    const relay = new OutboxRelay({ bus, log });
+    const store = SqliteDocumentStore.open(':memory:');
+    const col = await store.collection<OutboxDoc>('things');
+    const relay = new OutboxRelay({ bus, log, units: new SqliteUnitOfWork({ store, bus, log }) });
     relay.watch('things', col);
     await col.insertOne({ id: 'a', version: 1, ...withOutbox(deleted('a', 1)) });
     await col.insertOne({ id: 'b', version: 1, ...withOutbox(deleted('b', 1)) });
@@ -40,7 +42,7 @@ describe('OutboxRelay.relayNow', () => {
   });
 });
 
-describe('OutboxRelay sweep with the store transaction', () => {
+describe("OutboxRelay sweep through the unit of work's batch", () => {
   it('publishes every pending event in order, clears them in one commit, and keeps an event added meanwhile', async () => {
     const bus = new MemoryBus(log);
     const store = SqliteDocumentStore.open(':memory:');
@@ -52,7 +54,7 @@ describe('OutboxRelay sweep with the store transaction', () => {
       if (m.payload.listingId === 'b' && m.payload.version === 1)
         await col.updateOne({ id: 'b' }, updateWithOutbox({ $set: { version: 2 } }, deleted('b', 2)));
     });
-    const relay = new OutboxRelay({ bus, log, transaction: (fn) => store.transaction(fn) });
+    const relay = new OutboxRelay({ bus, log, units: new SqliteUnitOfWork({ store, bus, log }) });
     relay.watch('things', col);
     for (const id of ['a', 'b', 'c']) await col.insertOne({ id, version: 1, ...withOutbox(deleted(id, 1)) });
 

@@ -1,4 +1,5 @@
-import type { Bus } from '@estate/bus';
+import type { UnitOfWork } from '@estate/bus';
+import { MongoUnitOfWork } from '@estate/bus/mongo.unit-of-work';
 import { NatsBus } from '@estate/bus/nats.bus';
 import type { Logger } from '@estate/platform/logging';
 import type { DocumentStore } from '@estate/store';
@@ -8,7 +9,9 @@ import { waitFor } from '@estate/platform/lifecycle';
 
 export interface DistributedAdapters {
   store: DocumentStore;
-  bus: Bus;
+  bus: NatsBus;
+  /** Writes and their events: one atomic document write each, with the document's own outbox (no multi-document transactions). */
+  units: UnitOfWork;
   readiness: Record<string, () => Promise<void>>;
   close(): Promise<void>;
 }
@@ -44,6 +47,7 @@ export async function connectDistributedAdapters(
   return {
     store,
     bus,
+    units: new MongoUnitOfWork({ bus, log }),
     readiness: { store: () => store.ping(), bus: () => bus.ping() },
     async close() {
       await bus.close();

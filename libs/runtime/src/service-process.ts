@@ -14,7 +14,8 @@ import { createHttpApp, type OpenApiDoc } from '@estate/platform/http';
 import { announceListening, closeOnSignals, exitOnStartFailure, listeningUrl } from '@estate/platform/lifecycle';
 import { createLogger, type Logger } from '@estate/platform/logging';
 import { useCursorSecrets } from '@estate/platform/pagination';
-import type { Bus } from '@estate/bus';
+import type { UnitOfWork } from '@estate/bus';
+import type { NatsBus } from '@estate/bus/nats.bus';
 import type { DocumentStore } from '@estate/store';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -84,7 +85,7 @@ export interface ServiceProcess<C extends ProcessConfig, R extends ServiceRuntim
   title: string;
   loadConfig: (env: NodeJS.ProcessEnv) => C;
   /** Builds the service over the process's adapters. */
-  compose: (deps: { store: DocumentStore; bus: Bus; log: Logger; config: C }) => Promise<R>;
+  compose: (deps: { store: DocumentStore; bus: NatsBus; units: UnitOfWork; log: Logger; config: C }) => Promise<R>;
   /** The service as a Fastify plugin. */
   app: (app: FastifyInstance, options: { runtime: R }) => Promise<void>;
   /** Largest JSON body, in bytes (1 MB unless given). */
@@ -108,7 +109,13 @@ export async function runServiceProcess<C extends ProcessConfig, R extends Servi
     useCursorSecrets(secrets);
     const log = createLogger({ service: spec.service, level: config.logLevel, pretty: config.logPretty });
     const adapters = await connectDistributedAdapters(config, spec.service, log);
-    const runtime = await spec.compose({ store: adapters.store, bus: adapters.bus, log, config });
+    const runtime = await spec.compose({
+      store: adapters.store,
+      bus: adapters.bus,
+      units: adapters.units,
+      log,
+      config,
+    });
     const app = await createHttpApp({
       service: spec.service,
       logger: log,

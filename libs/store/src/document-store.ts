@@ -4,7 +4,7 @@
  *
  * Supported filter operators: equality (also on dotted paths and array members), `$in`, `$nin`,
  * `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$exists`, `$or`, `$and`. Update operators: `$set`,
- * `$unset`, `$inc`, `$push`, `$pull` (with an equality or `$in` condition). Anything else is
+ * `$unset`, `$inc`, `$push` (one element, or several with `$each`), `$pull` (with an equality or `$in` condition). Anything else is
  * outside the contract and must not be used by services.
  */
 export type Filter = Record<string, unknown>;

@@ -79,8 +79,10 @@ export function applyUpdate(doc: Raw, update: Update): void {
   for (const [path, value] of fieldsOf(update.$push)) {
     const { parent, key } = parentOf(doc, path, true)!;
     const current = child(parent, key);
-    if (current === undefined) assign(parent, key, [value], path);
-    else if (Array.isArray(current)) current.push(value);
+    // `{ $each: [...] }` appends every element, as MongoDB does.
+    const values = isPlainObject(value) && Array.isArray(value.$each) ? (value.$each as unknown[]) : [value];
+    if (current === undefined) assign(parent, key, [...values], path);
+    else if (Array.isArray(current)) current.push(...values);
     else throw new Error(`cannot $push to ${path}: it is not an array`);
   }
   for (const [path, cond] of fieldsOf(update.$pull)) {

@@ -170,6 +170,12 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       expect(pulled!.outbox).toEqual([{ eventId: 'e2' }]);
       const pulledTag = await c.updateOne({ id: t.id }, { $pull: { tags: 'a' } });
       expect(pulledTag!.tags).toEqual([]);
+      const pushedMany = await c.updateOne(
+        { id: t.id },
+        { $push: { outbox: { $each: [{ eventId: 'e4' }, { eventId: 'e5' }] }, fresh: { $each: [1, 2] } } },
+      );
+      expect(pushedMany!.outbox).toEqual([{ eventId: 'e2' }, { eventId: 'e4' }, { eventId: 'e5' }]);
+      expect(pushedMany).toMatchObject({ fresh: [1, 2] });
     });
 
     it('an update whose filter no longer matches (stale version) changes nothing and resolves to null', async () => {

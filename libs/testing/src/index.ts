@@ -10,3 +10,4 @@ export * from './listening-process';
 export * from './ports';
 export * from './reso';
 export * from './reso-source';
+export * from './units';

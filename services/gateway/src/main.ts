@@ -1,4 +1,3 @@
-import { NatsBus } from '@estate/bus/nats.bus';
 import { runServiceProcess } from '@estate/runtime';
 import { gatewayApp } from './app';
 import { LeadsClient } from './clients/leads.client';
@@ -22,14 +21,11 @@ void runServiceProcess({
       rateLimitPerMinute: config.rateLimitPerMinute,
       anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
       // Every replica counts against the same limits: the counters live in NATS beside the bus.
-      rateLimitCounters:
-        bus instanceof NatsBus
-          ? await NatsRateLimitCounters.open(bus.connection, {
-              namespace: config.nats.namespace,
-              windowMs: RATE_LIMIT_WINDOW_MS,
-              log,
-            })
-          : undefined,
+      rateLimitCounters: await NatsRateLimitCounters.open(bus.connection, {
+        namespace: config.nats.namespace,
+        windowMs: RATE_LIMIT_WINDOW_MS,
+        log,
+      }),
       keyCacheMs: config.keyCacheMs,
       keys: config.keys,
       upstreams: { urls: config.upstreams, signingSecret: config.signingSecret },

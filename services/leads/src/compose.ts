@@ -1,6 +1,6 @@
 import { serviceLogger } from '@estate/platform/logging';
-import { OutboxRelay, type Bus } from '@estate/bus';
-import type { DocumentStore, Transaction } from '@estate/store';
+import { OutboxRelay, type Bus, type UnitOfWork } from '@estate/bus';
+import type { DocumentStore } from '@estate/store';
 import type { Agent } from '@estate/contracts/leads';
 import type { Logger } from 'pino';
 import { ActivitiesService } from './activities.service';
@@ -46,8 +46,8 @@ export async function composeLeads(deps: {
   /** The listings service (over HTTP when distributed, a direct call when embedded). */
   listings: ListingLookup;
   clock?: () => Date;
-  /** The store's transaction, where it has one (SQLite): the outbox relay clears what it published in one commit. */
-  transaction?: Transaction;
+  /** How a write and its events commit, chosen by the profile (docs/decisions/0126-unit-of-work.md). */
+  units: UnitOfWork;
 }): Promise<LeadsRuntime> {
   const log = serviceLogger(deps.log, 'leads');
   const clock = deps.clock ?? (() => new Date());
@@ -59,7 +59,7 @@ export async function composeLeads(deps: {
     RoutingRepository.open(deps.store),
     ScoringConfigRepository.open(deps.store),
   ]);
-  const relay = new OutboxRelay({ bus: deps.bus, log, transaction: deps.transaction });
+  const relay = new OutboxRelay({ bus: deps.bus, log, units: deps.units });
   relay.watch(LEADS_COLLECTION, leadRepo.collection);
   relay.watch(AGENTS_COLLECTION, agentRepo.collection);
 
@@ -69,10 +69,9 @@ export async function composeLeads(deps: {
     agents: agentRepo,
     listings: summaries,
     configs,
-    outbox: relay,
+    units: deps.units,
     clock,
     log,
-    transaction: deps.transaction,
   });
   const routing = new RoutingService({
     writer,

@@ -1,8 +1,8 @@
-import type { OutboxRelay } from '@estate/bus';
+import type { UnitOfWork } from '@estate/bus';
 import type { Activity, ScoreBreakdown } from '@estate/contracts/leads';
 import { notFound } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
-import { updateVersioned, type Transaction } from '@estate/store';
+import { updateVersioned } from '@estate/store';
 import type { Logger } from 'pino';
 import {
   activityOf,
@@ -22,12 +22,7 @@ import {
 } from './lead.rules';
 import type { ActivityRepository } from './repositories/activity.repository';
 import type { AgentRepository } from './repositories/agent.repository';
-import {
-  LEADS_COLLECTION,
-  type LeadRecord,
-  type LeadRepository,
-  type StoredLead,
-} from './repositories/lead.repository';
+import type { LeadRecord, LeadRepository, StoredLead } from './repositories/lead.repository';
 import type { ListingSummaryRepository } from './repositories/listing-summary.repository';
 import type { ScoringConfigRepository } from './repositories/scoring-config.repository';
 import { defaultScoringConfig, scoreLead } from './scoring.rules';
@@ -49,14 +44,10 @@ export interface LeadWriterDeps {
   agents: AgentRepository;
   listings: ListingSummaryRepository;
   configs: ScoringConfigRepository;
-  outbox: Pick<OutboxRelay, 'kick' | 'relayNow'>;
+  /** How the lead, its events and its timeline entries are written (docs/decisions/0126-unit-of-work.md). */
+  units: UnitOfWork;
   clock: () => Date;
   log: Logger;
-  /**
-   * The store's transaction, where it has one (SQLite): the lead and its timeline entries then commit
-   * together, and the events go out with the relay's next sweep rather than from the request.
-   */
-  transaction?: Transaction;
 }
 
 /** What the engine reads of a lead. */
@@ -95,17 +86,10 @@ export class LeadWriter {
       scoreBreakdown: breakdown,
     };
     const events = createdEvents(origin, lead, recorded, stamp.now);
-    const { transaction } = this.deps;
-    if (transaction) {
-      await transaction(async () => {
-        await this.deps.leads.insert(lead, events);
-        await this.writeTimeline(origin, recorded);
-      });
-      this.deps.outbox.kick();
-    } else {
-      await this.deps.leads.insert(lead, events);
-      await this.afterWrite(origin, lead.id, recorded, undefined);
-    }
+    await this.deps.units.run(async (unit) => {
+      await this.deps.leads.insert(unit, lead, events);
+      await unit.project(() => this.writeTimeline(origin, recorded), { readYourWrites: true });
+    });
     return lead;
   }
 
@@ -150,15 +134,13 @@ export class LeadWriter {
     const events = changeEvents(origin, current, { ...outcome, next }, stamp.now);
 
     let written: LeadRecord | null;
-    const { transaction } = this.deps;
     try {
-      written = transaction
-        ? await transaction(async () => {
-            const saved = await this.deps.leads.replace(stored, next, events);
-            if (saved) await this.writeTimeline(origin, outcome.activities);
-            return saved;
-          })
-        : await this.deps.leads.replace(stored, next, events);
+      // The events go out from this request once the unit commits: a busy service builds no backlog of them.
+      written = await this.deps.units.run(async (unit) => {
+        const saved = await this.deps.leads.replace(unit, stored, next, events);
+        if (saved) await unit.project(() => this.writeTimeline(origin, outcome.activities), { readYourWrites: true });
+        return saved;
+      });
     } catch (err) {
       if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
       throw err;
@@ -167,10 +149,7 @@ export class LeadWriter {
       if (slots.heldHere) await this.release(slots.heldHere.agentId, slots.heldHere.token);
       return null;
     }
-    if (transaction) {
-      if (slots.released) await this.release(slots.released.agentId, slots.released.token);
-      this.deps.outbox.kick();
-    } else await this.afterWrite(origin, current.id, outcome.activities, slots.released);
+    if (slots.released) await this.release(slots.released.agentId, slots.released.token);
     return { lead: written, written: true, activities: outcome.activities };
   }
 
@@ -189,37 +168,6 @@ export class LeadWriter {
     // An agent that no longer exists holds nothing; the lead keeps its agent id as history.
     const held = token ? { agentId: plan.holdOn, token } : undefined;
     return { kept: held, heldHere: held, released: plan.release };
-  }
-
-  /**
-   * After the write: the old slot goes back, the timeline entries land right away (read-your-writes;
-   * if that fails, the event brings them), and the events go out from this request, so a busy
-   * service never builds a backlog of unpublished events (the relay's sweep covers a crash).
-   */
-  private async afterWrite(
-    origin: ChangeOrigin,
-    leadId: string,
-    activities: Activity[],
-    oldSlot: Slot | undefined,
-  ): Promise<void> {
-    if (oldSlot) await this.release(oldSlot.agentId, oldSlot.token);
-    try {
-      await this.writeTimeline(origin, activities);
-    } catch (err) {
-      this.deps.log.warn(
-        { err, requestId: origin.requestId },
-        'timeline write-through failed; the activity event will bring it',
-      );
-    }
-    try {
-      await this.deps.outbox.relayNow(LEADS_COLLECTION, leadId);
-    } catch (err) {
-      this.deps.log.warn(
-        { err, requestId: origin.requestId },
-        "publishing the lead's events failed; the relay will retry",
-      );
-      this.deps.outbox.kick();
-    }
   }
 
   private async writeTimeline(origin: ChangeOrigin, activities: Activity[]): Promise<void> {

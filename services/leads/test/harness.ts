@@ -5,7 +5,7 @@ import type { Subject } from '@estate/contracts/events';
 import type { Listing } from '@estate/contracts/listings';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
 import { type DocumentStore } from '@estate/store';
-import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } from '@estate/testing';
+import { forwardedCall, identityFor, serveBehindGateway, unitsFor, type ForwardedCall } from '@estate/testing';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { leadsApp } from '../src/app';
@@ -43,7 +43,7 @@ export async function startLeads(
     /** The listings service as leads asks it (default: it knows no listing). */
     listings?: ListingLookup;
     record?: boolean;
-    /** false: write as on MongoDB, one document at a time, even on SQLite. */
+    /** false: write as on MongoDB (the in-document outbox, nothing committed together), even on SQLite. */
     transactions?: boolean;
   } = {},
 ): Promise<LeadsHarness> {
@@ -58,16 +58,15 @@ export async function startLeads(
           { durable: `test-recorder-${randomBytes(4).toString('hex')}` },
           async (m) => void events.push(m),
         );
-  // As the embedded profile runs it: the store's transaction where it has one (MongoDB runs without).
-  const transaction =
-    store instanceof SqliteDocumentStore && options.transactions !== false ? store.transaction.bind(store) : undefined;
+  // As the profiles compose it: SQLite's transaction and outbox table, or the in-document outbox (MongoDB).
+  const units = unitsFor(store, bus, log, { inDocument: options.transactions === false });
   const runtime = await composeLeads({
     store,
     bus,
     log,
     listings: options.listings ?? { find: async () => null },
     clock: options.clock,
-    transaction,
+    units,
   });
   const app = await serveBehindGateway({ service: 'leads', log, plugin: leadsApp, runtime, title: 'Leads service' });
   await runtime.start();

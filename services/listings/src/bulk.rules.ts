@@ -16,7 +16,7 @@ export interface BulkItemMark {
  * Bulk items remembered per listing: enough to recognise every write a crashed job had not
  * recorded yet (the worker never has more than this many items started and unrecorded).
  */
-export const APPLIED_ITEMS_KEPT = 20;
+export const APPLIED_ITEMS_KEPT = 50;
 
 /** How a listing remembers that a bulk item wrote it. */
 export const appliedKey = (mark: BulkItemMark): string => `${mark.jobId}#${mark.index}`;

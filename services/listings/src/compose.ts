@@ -1,8 +1,8 @@
 import { serviceLogger } from '@estate/platform/logging';
-import { OutboxRelay, type Bus } from '@estate/bus';
+import { OutboxRelay, type Bus, type UnitOfWork } from '@estate/bus';
 import { waitFor } from '@estate/platform/lifecycle';
 import { SearchIndexUnavailable, type ListingIndex } from '@estate/search';
-import type { DocumentStore, Transaction } from '@estate/store';
+import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { BulkService } from './bulk.service';
 import { MediaSummarySubscriber } from './events/media-summary.subscriber';
@@ -32,12 +32,13 @@ export interface ListingsDeps {
   index: ListingIndex;
   clock?: () => Date;
   /**
-   * The store's transaction, where it has one (SQLite): bulk jobs then commit many items at once, and the outbox relay clears what it published in one commit.
-   * With `indexInStore`, the index lives in the same database and joins it: listing writes change
-   * the index in their own commit.
+   * How a write and its events (and a listing's search row) commit, chosen by the profile: one transaction where
+   * the store has them and the index lives in it (SQLite), else one atomic document write with its outbox
+   * (docs/decisions/0126-unit-of-work.md).
    */
-  transaction?: Transaction;
-  indexInStore?: boolean;
+  units: UnitOfWork;
+  /** Whether the bulk queue dies with the process (the in-process bus), so start re-queues unfinished jobs. */
+  requeueUnfinishedJobs: boolean;
   /** The media of listings, for the RESO Web API (over HTTP when distributed, a direct call embedded); none without it. */
   media?: MediaReader;
   /** Where clients reach the API (PUBLIC_BASE_URL): RESO links and media URLs are absolute with it. */
@@ -75,16 +76,16 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
   const listings = await ListingRepository.open(deps.store);
   const jobs = await BulkJobRepository.open(deps.store);
   const index = new ListingIndexRepository(deps.index);
-  const relay = new OutboxRelay({ bus: deps.bus, log, transaction: deps.transaction });
+  const relay = new OutboxRelay({ bus: deps.bus, log, units: deps.units });
   relay.watch(LISTINGS_COLLECTION, listings.collection);
   relay.watch(BULK_JOBS_COLLECTION, jobs.collection);
 
   const service = new ListingsService({
     listings,
-    outbox: relay,
+    units: deps.units,
     clock,
     log,
-    search: { index, transaction: deps.indexInStore ? deps.transaction : undefined },
+    search: index,
   });
   const search = new SearchService({ index });
   const reso = new ResoService({ index, media: deps.media ?? { forListings: async () => ({}) }, clock });
@@ -98,7 +99,7 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     clock,
     log,
     outbox: relay,
-    transaction: deps.transaction,
+    units: deps.units,
   });
   const feedRepository = await FeedRepository.open(deps.store);
   const source = new FeedSourceClient({ allowPrivateSources: deps.feeds.allowPrivateSources });
@@ -121,7 +122,7 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     outbox: relay,
     clock,
     log,
-    commitPage: deps.transaction ?? ((apply) => apply()),
+    commitPage: (apply) => deps.units.run(() => apply()),
     ...(deps.feeds.pollMs ? { pollMs: deps.feeds.pollMs } : {}),
     ...(deps.feeds.leaseMs ? { leaseMs: deps.feeds.leaseMs } : {}),
   }));
@@ -155,7 +156,7 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
       await mediaSummary.start();
       relay.start();
       // The in-process queue died with the last process; JetStream keeps its jobs by itself.
-      if (deps.bus.kind === 'memory') await bulkWorker.requeueUnfinished();
+      if (deps.requeueUnfinishedJobs) await bulkWorker.requeueUnfinished();
       feedRuns.start();
     },
     async stop() {

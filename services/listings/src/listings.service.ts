@@ -1,11 +1,11 @@
 import type { Identity } from '@estate/contracts/accounts';
 import { listingCreate, type Listing, type ListingCreate, type ListingPatch } from '@estate/contracts/listings';
-import { outboxEntry, type OutboxRelay } from '@estate/bus';
+import { outboxEntry, type Unit, type UnitOfWork } from '@estate/bus';
 import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
 import { applyMergePatch } from '@estate/platform/merge-patch';
-import { DuplicateKeyError, updateVersioned, type Transaction } from '@estate/store';
+import { DuplicateKeyError, updateVersioned } from '@estate/store';
 import type { Logger } from 'pino';
 import {
   buildListing,
@@ -23,38 +23,29 @@ export class ListingsService {
   constructor(
     private readonly deps: {
       listings: ListingRepository;
-      outbox: Pick<OutboxRelay, 'kick'>;
+      /** How a listing, its event and its search row are written (docs/decisions/0126-unit-of-work.md). */
+      units: UnitOfWork;
       clock: () => Date;
       log: Logger;
       /**
-       * How writes reach the search index before they are answered (read-your-writes, SPEC section 5). With
-       * `transaction` (the index lives in the store and joins its transactions: SQLite) every write changes it in
-       * the same commit. Without, a client's own write is indexed right after its commit and answered once searches
-       * see it; bulk items are left to the events. Either way the index is also kept from the events, which
-       * converge whatever happened here (versions make both writes idempotent).
+       * The search index: every write's row is a projection of its unit (read-your-writes, SPEC section 5). The
+       * index is also kept from the events, which converge whatever happened here (versions make both idempotent).
        */
-      search: { index: Pick<ListingIndexRepository, 'upsert' | 'remove'>; transaction?: Transaction };
+      search: Pick<ListingIndexRepository, 'upsert' | 'remove'>;
     },
   ) {}
 
-  /** Runs the write, then makes it searchable as the search dependency says (see there). */
-  private async inStep<T>(write: () => Promise<T>, index: (done: T) => Promise<void>, answered: boolean): Promise<T> {
-    const { transaction } = this.deps.search;
-    if (transaction)
-      return transaction(async () => {
-        const done = await write();
-        await index(done);
-        return done;
-      });
-    const done = await write();
-    if (!answered) return done;
-    try {
-      await index(done);
-    } catch (err) {
-      // Written and published: the event brings it to the index; only the client's next search may miss it.
-      this.deps.log.warn({ err }, 'a listing write was answered before the search index had it');
-    }
-    return done;
+  /** Runs the write and its search row as one unit; `answered`: a client waits for it (not a bulk item). */
+  private inStep<T>(
+    write: (unit: Unit) => Promise<T>,
+    index: (done: T) => Promise<void>,
+    answered: boolean,
+  ): Promise<T> {
+    return this.deps.units.run(async (unit) => {
+      const done = await write(unit);
+      await unit.project(() => index(done), { readYourWrites: answered });
+      return done;
+    });
   }
 
   async create(ctx: RequestContext, input: ListingCreate): Promise<Listing> {
@@ -109,14 +100,13 @@ export class ListingsService {
           ctx.requestId,
         );
         const removed = await this.inStep(
-          () => this.deps.listings.tombstone(ctx.who.accountId, id, current.version, event),
+          (unit) => this.deps.listings.tombstone(unit, ctx.who.accountId, id, current.version, event),
           async (done) => {
-            if (done) await this.deps.search.index.remove([{ id, version: current.version + 1 }], { visible: true });
+            if (done) await this.deps.search.remove([{ id, version: current.version + 1 }], { visible: true });
           },
           true,
         );
         if (!removed) return null;
-        this.deps.outbox.kick();
         return { id, deleted: true as const };
       },
     });
@@ -148,12 +138,18 @@ export class ListingsService {
       ctx.requestId,
     );
     await this.inStep(
-      () =>
-        this.deps.listings.insert(ctx.who.accountId, listing, externalKey(ctx.who.accountId, input), event, applied),
-      (done) => this.deps.search.index.upsert([{ accountId: ctx.who.accountId, listing: done }], { visible: true }),
+      (unit) =>
+        this.deps.listings.insert(
+          unit,
+          ctx.who.accountId,
+          listing,
+          externalKey(ctx.who.accountId, input),
+          event,
+          applied,
+        ),
+      (done) => this.deps.search.upsert([{ accountId: ctx.who.accountId, listing: done }], { visible: true }),
       answered,
     );
-    this.deps.outbox.kick();
     return listing;
   }
 
@@ -188,8 +184,9 @@ export class ListingsService {
     let saved: Listing | null;
     try {
       saved = await this.inStep(
-        () =>
+        (unit) =>
           this.deps.listings.replace(
+            unit,
             ctx.who.accountId,
             next,
             externalKey(ctx.who.accountId, parsed.data),
@@ -198,8 +195,7 @@ export class ListingsService {
             applied,
           ),
         async (done) => {
-          if (done)
-            await this.deps.search.index.upsert([{ accountId: ctx.who.accountId, listing: done }], { visible: true });
+          if (done) await this.deps.search.upsert([{ accountId: ctx.who.accountId, listing: done }], { visible: true });
         },
         answered,
       );
@@ -212,7 +208,6 @@ export class ListingsService {
       }
       throw err;
     }
-    if (saved) this.deps.outbox.kick();
     return saved;
   }
 }

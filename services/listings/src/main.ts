@@ -12,6 +12,8 @@ void runServiceProcess({
   compose: ({ config, ...deps }) =>
     composeListings({
       ...deps,
+      // JetStream keeps unfinished jobs by itself.
+      requeueUnfinishedJobs: false,
       feeds: config.feeds,
       media: new MediaClient({ mediaUrl: config.mediaUrl, signingSecret: config.signingSecret }),
       ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),

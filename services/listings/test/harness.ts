@@ -4,7 +4,7 @@ import type { JobProgress } from '@estate/contracts/jobs';
 import { MemoryListingIndex } from '@estate/search/memory-listing.index';
 import type { DocumentStore } from '@estate/store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } from '@estate/testing';
+import { forwardedCall, identityFor, serveBehindGateway, unitsFor, type ForwardedCall } from '@estate/testing';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { listingsApp } from '../src/app';
@@ -81,6 +81,8 @@ export class ListingsHarness {
     this.runtime = await composeListings({
       store: this.store,
       bus: this.bus,
+      units: unitsFor(this.store, this.bus, log),
+      requeueUnfinishedJobs: true,
       log,
       index: new MemoryListingIndex(),
       feeds: {

@@ -1,8 +1,8 @@
 import { serviceLogger } from '@estate/platform/logging';
 import { availableParallelism } from 'node:os';
 import type { BlobStore } from '@estate/blobs';
-import { OutboxRelay, type Bus } from '@estate/bus';
-import type { DocumentStore, Transaction } from '@estate/store';
+import { OutboxRelay, type Bus, type UnitOfWork } from '@estate/bus';
+import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import type { ListingLookup } from './clients/listings.client';
 import { ListingsSubscriber } from './events/listings.subscriber';
@@ -63,25 +63,30 @@ export async function composeMedia(deps: {
   log: Logger;
   clock?: () => Date;
   options?: Partial<MediaOptions>;
-  /** The store's transaction, where it has one (SQLite): the outbox relay clears what it published in one commit. */
-  transaction?: Transaction;
+  /** How a write and its events commit, chosen by the profile (docs/decisions/0126-unit-of-work.md). */
+  units: UnitOfWork;
+  /**
+   * Where rendition jobs wait, chosen by the profile: in this process only (the in-process bus, whose process
+   * is the only worker), or in a queue the replicas share (JetStream).
+   */
+  queue: 'in-process' | 'shared';
 }): Promise<MediaRuntime> {
   const options = { ...defaultMediaOptions, ...deps.options };
   const log = serviceLogger(deps.log, 'media');
   const clock = deps.clock ?? (() => new Date());
   const { bus } = deps;
   const galleries = await GalleryRepository.open(deps.store);
-  const relay = new OutboxRelay({ bus, log, transaction: deps.transaction });
+  const relay = new OutboxRelay({ bus, log, units: deps.units });
   relay.watch(GALLERIES_COLLECTION, galleries.collection);
   const files = new MediaFilesRepository(deps.blobs);
   // The embedded process renders one image at a time: it shares its CPUs with every other service.
-  const workers = bus.kind === 'memory' ? 1 : options.workers;
+  const inProcess = deps.queue === 'in-process';
+  const workers = inProcess ? 1 : options.workers;
   // Which jobs wait their turn here: in process, every queued job (the in-process queue holds them all
   // anyway); over NATS, a few per render slot, so that replicas share the queue.
-  const turns: RenditionTurns =
-    bus.kind === 'memory'
-      ? { slots: workers, window: 10_000, share: 10_000, shareWaitMs: 0 }
-      : { slots: workers, window: workers * 8, share: workers * 2, shareWaitMs: 2000 };
+  const turns: RenditionTurns = inProcess
+    ? { slots: workers, window: 10_000, share: 10_000, shareWaitMs: 0 }
+    : { slots: workers, window: workers * 8, share: workers * 2, shareWaitMs: 2000 };
   // libvips threads are shared out between the pipelines, so renders never oversubscribe the CPUs.
   const images = new ImageRendererRepository({
     maxPixels: options.maxPixels,
@@ -113,7 +118,7 @@ export async function composeMedia(deps: {
     sweep,
     everyMs: options.sweepEveryMs,
     requeueAfterMs: options.requeueAfterMs,
-    firstRequeueAfterMs: bus.kind === 'memory' ? 0 : options.requeueAfterMs,
+    firstRequeueAfterMs: inProcess ? 0 : options.requeueAfterMs,
     log,
   });
   return {

@@ -12,7 +12,7 @@ import { callerOf, requireSignedIdentity } from '@estate/platform/auth';
 import { notFound } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { asCaller, eventually, identityFor, TEST_SIGNING_SECRET, TEST_TRUST } from '@estate/testing';
+import { asCaller, eventually, identityFor, TEST_SIGNING_SECRET, TEST_TRUST, unitsFor } from '@estate/testing';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { mediaApp } from '../src/app';
@@ -142,7 +142,8 @@ export async function startMedia(options: Partial<MediaOptions> = { workers: 1 }
   const blobs = await FsBlobStore.open(join(dir, 'blobs'));
   const standIn = await startListingsStandIn();
   const listings = new ListingsClient({ listingsUrl: standIn.url, signingSecret: TEST_SIGNING_SECRET });
-  const runtime = await composeMedia({ store, bus, blobs, listings, log, options });
+  const units = unitsFor(store, bus, log);
+  const runtime = await composeMedia({ store, bus, units, queue: 'in-process', blobs, listings, log, options });
   const app = await createHttpApp({ service: 'media', logger: log });
   requireSignedIdentity(app, TEST_TRUST);
   await app.register(mediaApp, { runtime });
@@ -203,7 +204,7 @@ export async function startMedia(options: Partial<MediaOptions> = { workers: 1 }
       ),
     fetchFile: (url, headers = {}) => app.inject({ method: 'GET', url, headers }),
     blobFiles: () => filesUnder(join(dir, 'blobs')).filter((f) => !f.includes(`${join(dir, 'blobs', 'tmp')}`)),
-    runtimeAt: (clock) => composeMedia({ store, bus, blobs, listings, log, clock }),
+    runtimeAt: (clock) => composeMedia({ store, bus, units, queue: 'in-process', blobs, listings, log, clock }),
     async close() {
       await app.close();
       await runtime.stop();

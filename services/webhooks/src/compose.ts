@@ -1,5 +1,5 @@
-import type { Bus } from '@estate/bus';
-import type { DocumentStore, Transaction } from '@estate/store';
+import type { Bus, UnitOfWork } from '@estate/bus';
+import type { DocumentStore } from '@estate/store';
 import type { Logger } from 'pino';
 import { ReceiverClient } from './clients/receiver.client';
 import type { ResourceReader } from './clients/resources.client';
@@ -67,8 +67,8 @@ export async function composeWebhooks(deps: {
   secretKey: string;
   clock?: () => Date;
   options?: Partial<WebhooksOptions>;
-  /** The store's transaction, where it has one (SQLite): an event's feed entries and deliveries then commit together. */
-  transaction?: Transaction;
+  /** How an event's feed entries and deliveries commit, chosen by the profile (docs/decisions/0126-unit-of-work.md). */
+  units: UnitOfWork;
   /** Links of the RESO EntityEvent resource use it; otherwise the address the client reached. */
   publicBaseUrl?: string;
 }): Promise<WebhooksRuntime> {
@@ -110,7 +110,7 @@ export async function composeWebhooks(deps: {
     dispatcher: worker,
     clock,
     log,
-    transaction: deps.transaction,
+    units: deps.units,
   });
   const subscriber = new DomainEventsSubscriber({ bus: deps.bus, intake });
   const retention = new RetentionWorker({ feed: feedRepo, deliveries: deliveryRepo, clock, log });

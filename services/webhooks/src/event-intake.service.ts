@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { BusMessage } from '@estate/bus';
+import type { BusMessage, UnitOfWork } from '@estate/bus';
 import type { EventEnvelope } from '@estate/contracts/webhooks';
-import type { Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import type { ResourceReader } from './clients/resources.client';
 import {
@@ -32,7 +31,7 @@ export type Dispatcher = Pick<DeliveryWorker, 'reserve' | 'dispatch' | 'cancel' 
  *
  * A delivery this process has room to send is stored already claimed and sent as soon as it is
  * stored, without waiting for a poll; the others are stored due now for whichever worker is free.
- * Where the store has transactions (embedded), one event's feed entries and deliveries are one commit.
+ * One event's feed entries and deliveries are one unit of work (one commit where the store has transactions).
  */
 export class EventIntakeService {
   constructor(
@@ -44,7 +43,7 @@ export class EventIntakeService {
       dispatcher: Dispatcher;
       clock: () => Date;
       log: Logger;
-      transaction?: Transaction;
+      units: UnitOfWork;
     },
   ) {}
 
@@ -79,8 +78,7 @@ export class EventIntakeService {
       }
     };
     try {
-      if (this.deps.transaction) await this.deps.transaction(record);
-      else await record();
+      await this.deps.units.run(record);
     } catch (err) {
       // Rolled back, or partly stored and retried with the event: nothing of it is sent from here.
       for (const { reservation } of reserved) this.deps.dispatcher.cancel(reservation);

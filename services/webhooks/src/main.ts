@@ -8,10 +8,11 @@ void runServiceProcess({
   service: 'webhooks',
   title: 'Webhooks service',
   loadConfig,
-  compose: ({ store, bus, log, config }) =>
+  compose: ({ store, bus, units, log, config }) =>
     composeWebhooks({
       store,
       bus,
+      units,
       log,
       secretKey: config.secretKey,
       resources: new HttpResourceReader({ urls: config.resources, signingSecret: config.signingSecret }),

@@ -8,7 +8,7 @@ import type { Lead } from '@estate/contracts/leads';
 import type { Media } from '@estate/contracts/media';
 import type { DocumentStore } from '@estate/store';
 import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
-import { forwardedCall, identityFor, serveBehindGateway, type ForwardedCall } from '@estate/testing';
+import { forwardedCall, identityFor, serveBehindGateway, unitsFor, type ForwardedCall } from '@estate/testing';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { webhooksApp } from '../src/app';
@@ -90,6 +90,7 @@ export async function startWebhooks(
   const runtime = await composeWebhooks({
     store: store as DocumentStore,
     bus,
+    units: unitsFor(store as DocumentStore, bus, options.log ?? log),
     log: options.log ?? log,
     secretKey: SECRET_KEY,
     resources: { lead: shelf.lead, media: shelf.mediaItem },

@@ -1,6 +1,6 @@
 import { findOwned, replaceFields, storable } from '@estate/store';
 import type { ActivitySummary, Assignment, LeadStatus, ScoreBreakdown } from '@estate/contracts/leads';
-import type { OutboxDoc, OutboxEntry } from '@estate/bus';
+import type { OutboxDoc, OutboxEntry, Unit } from '@estate/bus';
 import type { DocumentCollection, DocumentStore, Filter, FindOptions } from '@estate/store';
 import { emailKey, phoneKey, searchTokens } from '../contact.rules';
 import type { EngagementType } from '../scoring.rules';
@@ -45,11 +45,9 @@ type LeadDoc = LeadRecord &
     interestListingIds: string[];
   };
 
-/** A lead as read, with what a compare-and-set write must know of its outbox. */
+/** A lead as read: what a compare-and-set write starts from. */
 export interface StoredLead {
   lead: LeadRecord;
-  outbox: OutboxEntry[];
-  outboxPending: boolean;
 }
 
 export const LEADS_COLLECTION = 'leads';
@@ -105,7 +103,7 @@ function toRecord(doc: LeadDoc): LeadRecord {
 }
 
 function toStored(doc: LeadDoc): StoredLead {
-  return { lead: toRecord(doc), outbox: doc._outbox ?? [], outboxPending: doc._outboxPending === true };
+  return { lead: toRecord(doc) };
 }
 
 export class LeadRepository {
@@ -127,10 +125,8 @@ export class LeadRepository {
   }
 
   /** Inserts a new lead with its events; throws DuplicateKeyError when its email or phone is taken in the account. */
-  async insert(lead: LeadRecord, events: OutboxEntry[]): Promise<void> {
-    await this.collection.insertOne(
-      storable({ ...lead, ...derived(lead), _outbox: events, _outboxPending: events.length > 0 }) as LeadDoc,
-    );
+  async insert(unit: Unit, lead: LeadRecord, events: OutboxEntry[]): Promise<void> {
+    await unit.insert(this.collection, storable({ ...lead, ...derived(lead) }) as LeadDoc, events);
   }
 
   async get(accountId: string, id: string): Promise<StoredLead | null> {
@@ -152,27 +148,16 @@ export class LeadRepository {
   }
 
   /**
-   * Compare-and-set: writes `next` and appends `events` to the outbox if the lead is still as it
-   * was read (same version, same outbox state; the relay clears the outbox without changing the
-   * version). Null when someone else wrote first. Throws DuplicateKeyError on a taken email/phone.
+   * Compare-and-set: writes `next` with its events if the lead is still at the version read. Null when someone
+   * else wrote first. Throws DuplicateKeyError on a taken email/phone.
    */
-  async replace(current: StoredLead, next: LeadRecord, events: OutboxEntry[]): Promise<LeadRecord | null> {
+  async replace(unit: Unit, current: StoredLead, next: LeadRecord, events: OutboxEntry[]): Promise<LeadRecord | null> {
     const fields = replaceFields({ ...next, ...derived(next) }, REPLACED_FIELDS);
-    const doc = await this.collection.updateOne(
-      {
-        id: current.lead.id,
-        accountId: current.lead.accountId,
-        version: current.lead.version,
-        _outboxPending: current.outboxPending ? true : { $ne: true },
-      },
-      {
-        ...fields,
-        $set: {
-          ...fields.$set,
-          _outbox: [...current.outbox, ...events],
-          _outboxPending: current.outboxPending || events.length > 0,
-        },
-      },
+    const doc = await unit.update(
+      this.collection,
+      { id: current.lead.id, accountId: current.lead.accountId, version: current.lead.version },
+      fields,
+      events,
     );
     return doc ? toRecord(doc) : null;
   }

@@ -1,6 +1,6 @@
 import { findOwned, ownedBy, storable } from '@estate/store';
 import type { Listing, ListingMedia } from '@estate/contracts/listings';
-import { notDeleted, updateWithOutbox, withOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
+import { notDeleted, updateWithOutbox, withoutOutbox, type OutboxDoc, type OutboxEntry, type Unit } from '@estate/bus';
 import {
   updateVersioned,
   type DocumentCollection,
@@ -67,14 +67,17 @@ export class ListingRepository {
   }
 
   async insert(
+    unit: Unit,
     accountId: string,
     listing: Listing,
     externalKey: string | undefined,
     event: OutboxEntry,
     applied?: AppliedItem[],
   ): Promise<Listing> {
-    await this.collection.insertOne(
-      storable({ ...listing, accountId, externalKey, _applied: applied, ...withOutbox(event) }) as ListingDoc,
+    await unit.insert(
+      this.collection,
+      storable({ ...listing, accountId, externalKey, _applied: applied }) as ListingDoc,
+      [event],
     );
     return listing;
   }
@@ -104,6 +107,7 @@ export class ListingRepository {
    * `applied`, when given, replaces the list of bulk items applied (the version check keeps it exact).
    */
   async replace(
+    unit: Unit,
     accountId: string,
     listing: Listing,
     externalKey: string | undefined,
@@ -122,23 +126,29 @@ export class ListingRepository {
       if (next[field] === undefined) $unset[field] = true;
       else $set[field] = next[field];
     }
-    const doc = await this.collection.updateOne(
+    const doc = await unit.update(
+      this.collection,
       { id: listing.id, accountId, version: expectedVersion, ...notDeleted },
-      updateWithOutbox({ $set, ...(Object.keys($unset).length ? { $unset } : {}) }, event),
+      { $set, ...(Object.keys($unset).length ? { $unset } : {}) },
+      [event],
     );
     return doc ? toListing(doc) : null;
   }
 
-  /** Marks the listing deleted (a tombstone the outbox relay removes once the event is out). */
-  async tombstone(accountId: string, id: string, expectedVersion: number, event: OutboxEntry): Promise<boolean> {
-    const doc = await this.collection.updateOne(
+  /** Removes the listing with its event (where it must outlive the write, a tombstone that frees its feed key). */
+  async tombstone(
+    unit: Unit,
+    accountId: string,
+    id: string,
+    expectedVersion: number,
+    event: OutboxEntry,
+  ): Promise<boolean> {
+    return unit.remove(
+      this.collection,
       { id, accountId, version: expectedVersion, ...notDeleted },
-      updateWithOutbox(
-        { $set: { _deleted: true, version: expectedVersion + 1 }, $unset: { externalKey: true } },
-        event,
-      ),
+      { $set: { version: expectedVersion + 1 }, $unset: { externalKey: true } },
+      [event],
     );
-    return doc !== null;
   }
 
   /**

@@ -3,10 +3,9 @@ import { hostname } from 'node:os';
 import type { Identity } from '@estate/contracts/accounts';
 import type { EventPayload } from '@estate/contracts/events';
 import { jobProgressSubject, type JobItemError, type JobState } from '@estate/contracts/jobs';
-import { RetryLater, Unprocessable, type Bus, type OutboxRelay, type Subscription } from '@estate/bus';
+import { RetryLater, Unprocessable, type Bus, type OutboxRelay, type Subscription, type UnitOfWork } from '@estate/bus';
 import type { RequestContext } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
-import type { Transaction } from '@estate/store';
 import type { Logger } from 'pino';
 import {
   APPLIED_ITEMS_KEPT,
@@ -34,10 +33,10 @@ export interface BulkWorkerDeps {
   /** JetStream ack wait of a job delivery (kept alive while the job runs). */
   ackWaitMs?: number;
   /**
-   * The listings store's transaction, when it has one: items are then applied many to a commit, each
-   * commit with the job's record of them, so a crash re-runs none that counted and loses none.
+   * How a group of items and the job's record of them are written: one commit where the store has
+   * transactions, so a crash re-runs none that counted and loses none (docs/decisions/0126-unit-of-work.md).
    */
-  transaction?: Transaction;
+  units: UnitOfWork;
 }
 
 /** Every listings replica subscribes under this name: together they are one work-queue consumer. */
@@ -54,21 +53,14 @@ const MAX_DELIVER = 1000;
 const MAX_ATTEMPTS = 8;
 /** A queued command whose job no store of ours has is given this long to reach its own deployment, then dropped. */
 const FOREIGN_GRACE_MS = 10 * 60 * 1000;
-/**
- * Outcomes are recorded on the job (and announced) in groups, in item order: at most this many
- * items, or this long, apart.
- */
-const RECORD_EVERY_ITEMS = 10;
-const RECORD_EVERY_MS = 200;
 /** Items of one job applied at once: a store's round trips overlap, as concurrent single writes' do. */
 const ITEMS_IN_FLIGHT = 8;
-/** Items applied in one transaction with their record on the job, where the store has transactions. */
-const ITEMS_PER_TRANSACTION = 50;
 /**
- * Items started but not yet recorded, at most. A crash re-runs them; each listing remembers the
- * last bulk items applied to it (see `ListingUpsertService`), which must cover them all.
+ * Items applied in one unit of work with the job's record of them. Where a unit is not one commit, a crash re-runs
+ * the items of a unit; each listing remembers the last bulk items applied to it (see `ListingUpsertService`),
+ * which must cover them all.
  */
-const UNRECORDED_MAX = APPLIED_ITEMS_KEPT;
+const ITEMS_PER_UNIT = APPLIED_ITEMS_KEPT;
 
 /**
  * Runs bulk jobs from the `listings.bulk-job.submitted` work queue, one at a time per replica.
@@ -180,9 +172,7 @@ export class BulkWorker {
       Math.max(100, Math.floor(this.leaseMs / 3)),
     );
     try {
-      if (this.deps.transaction)
-        await this.processInTransactions(this.deps.transaction, claimed, items, () => leaseLost);
-      else await this.process(claimed, items, () => leaseLost);
+      await this.process(claimed, items, () => leaseLost);
       await this.end(claimed.id, log);
     } catch (err) {
       if (err instanceof RetryLater) throw err;
@@ -195,95 +185,10 @@ export class BulkWorker {
   }
 
   /**
-   * Applies the items a few at once (in order where they touch the same listing), recording outcomes in
-   * item order in groups; an item written but not yet recorded is recognised by the listing it wrote.
+   * Applies the items in units of ITEMS_PER_UNIT, one unit after another, each with the job's record of its items
+   * (and announced): after a crash the job resumes after the last unit recorded.
    */
   private async process(
-    claimed: BulkJobDoc,
-    items: Record<string, unknown>[],
-    leaseLost: () => boolean,
-  ): Promise<void> {
-    const jobId = claimed.id;
-    const total = claimed.progress.total;
-    const ctx = contextOf(claimed);
-    let job = claimed;
-    let next = job.progress.processed;
-    let recordedAt = Date.now();
-    let failure: unknown;
-    /** Finished, waiting for the items before them to be recorded first. */
-    const done = new Map<number, ItemOutcome>();
-    /** In index order (the order they started in). */
-    const running = new Map<number, Promise<void>>();
-    const keysInFlight = new Set<string>();
-    let aloneInFlight = false;
-
-    const record = async (force: boolean): Promise<void> => {
-      const batch: ItemOutcome[] = [];
-      for (let i = job.progress.processed; done.has(i); i++) batch.push(done.get(i)!);
-      if (
-        batch.length === 0 ||
-        (!force && batch.length < RECORD_EVERY_ITEMS && Date.now() - recordedAt < RECORD_EVERY_MS)
-      )
-        return;
-      const recorded = await this.deps.jobs.record(job, this.owner, batch, this.deps.clock(), this.leaseMs);
-      // Not where this worker left it, or not its own: another worker took the job over and carries on.
-      if (!recorded)
-        throw new RetryLater(`bulk job ${jobId}: taken over at item ${job.progress.processed}`, this.leaseMs);
-      for (let i = job.progress.processed; i < recorded.progress.processed; i++) done.delete(i);
-      job = recorded;
-      recordedAt = Date.now();
-      this.announce(job);
-    };
-    const canStart = (index: number): boolean => {
-      if (running.size >= ITEMS_IN_FLIGHT || aloneInFlight || index >= job.progress.processed + UNRECORDED_MAX)
-        return false;
-      const lane = laneOf(items[index]);
-      if (lane.kind === 'alone') return running.size === 0;
-      return lane.kind === 'free' || !keysInFlight.has(lane.key);
-    };
-    const start = (index: number): void => {
-      const lane = laneOf(items[index]);
-      if (lane.kind === 'alone') aloneInFlight = true;
-      if (lane.kind === 'key') keysInFlight.add(lane.key);
-      const applying = this.apply(ctx, items[index], { jobId, index })
-        .then(
-          (outcome) => void done.set(index, outcome),
-          (err: unknown) => void (failure ??= err),
-        )
-        .finally(() => {
-          running.delete(index);
-          if (lane.kind === 'alone') aloneInFlight = false;
-          if (lane.kind === 'key') keysInFlight.delete(lane.key);
-        });
-      running.set(index, applying);
-    };
-
-    this.announce(job);
-    // Stops starting items when the worker stops, loses the job or an item fails for a reason of
-    // the store's, and always lets the ones in flight finish before leaving.
-    for (;;) {
-      const halted = this.stopping || leaseLost() || failure !== undefined;
-      if (!halted) while (next < total && canStart(next)) start(next++);
-      if (running.size === 0) {
-        if (halted || next >= total) break;
-        // Nothing in flight and the next item waits for a record: make it, then go on.
-        await record(true).catch((err: unknown) => void (failure ??= err));
-        continue;
-      }
-      await Promise.race(running.values());
-      if (failure === undefined && !leaseLost()) await record(false).catch((err: unknown) => void (failure ??= err));
-    }
-    if (failure !== undefined) throw failure;
-    if (leaseLost()) throw new RetryLater(`bulk job ${jobId}: lease lost`, this.leaseMs);
-    await record(true);
-  }
-
-  /**
-   * Applies the items in transactions of many, one after another, each committing with the job's
-   * record of its items: after a crash the job resumes exactly after the last commit.
-   */
-  private async processInTransactions(
-    transaction: Transaction,
     claimed: BulkJobDoc,
     items: Record<string, unknown>[],
     leaseLost: () => boolean,
@@ -294,19 +199,60 @@ export class BulkWorker {
     while (job.progress.processed < job.progress.total && !this.stopping) {
       if (leaseLost()) throw new RetryLater(`bulk job ${job.id}: lease lost`, this.leaseMs);
       const from = job.progress.processed;
-      const to = Math.min(job.progress.total, from + ITEMS_PER_TRANSACTION);
-      job = await transaction(async () => {
-        const outcomes: ItemOutcome[] = [];
-        for (let index = from; index < to; index++) {
-          outcomes.push(await this.apply(ctx, items[index], { jobId: job.id, index }));
-        }
+      const to = Math.min(job.progress.total, from + ITEMS_PER_UNIT);
+      job = await this.deps.units.run(async () => {
+        const outcomes = await this.applyAll(ctx, job.id, items, from, to);
         const recorded = await this.deps.jobs.record(job, this.owner, outcomes, this.deps.clock(), this.leaseMs);
-        // Throwing rolls the items back: the worker that took the job over applies them.
+        // Throwing undoes what the unit can: the worker that took the job over applies the items.
         if (!recorded) throw new RetryLater(`bulk job ${job.id}: taken over at item ${from}`, this.leaseMs);
         return recorded;
       });
       this.announce(job);
     }
+  }
+
+  /** Applies items `from` to `to` a few at once, in order where they touch the same listing; outcomes in item order. */
+  private async applyAll(
+    ctx: RequestContext,
+    jobId: string,
+    items: Record<string, unknown>[],
+    from: number,
+    to: number,
+  ): Promise<ItemOutcome[]> {
+    const outcomes: ItemOutcome[] = [];
+    const running = new Set<Promise<void>>();
+    const keysInFlight = new Set<string>();
+    let aloneInFlight = false;
+    let failure: unknown;
+    const canStart = (index: number): boolean => {
+      if (running.size >= ITEMS_IN_FLIGHT || aloneInFlight) return false;
+      const lane = laneOf(items[index]);
+      if (lane.kind === 'alone') return running.size === 0;
+      return lane.kind === 'free' || !keysInFlight.has(lane.key);
+    };
+    for (let next = from; next < to || running.size > 0;) {
+      while (failure === undefined && next < to && canStart(next)) {
+        const index = next++;
+        const lane = laneOf(items[index]);
+        if (lane.kind === 'alone') aloneInFlight = true;
+        if (lane.kind === 'key') keysInFlight.add(lane.key);
+        const applying: Promise<void> = this.apply(ctx, items[index], { jobId, index })
+          .then(
+            (outcome) => void (outcomes[index - from] = outcome),
+            (err: unknown) => void (failure ??= err),
+          )
+          .finally(() => {
+            running.delete(applying);
+            if (lane.kind === 'alone') aloneInFlight = false;
+            if (lane.kind === 'key') keysInFlight.delete(lane.key);
+          });
+        running.add(applying);
+      }
+      if (running.size === 0) break;
+      await Promise.race(running);
+    }
+    if (failure !== undefined) throw failure;
+    return outcomes;
   }
 
   /** Ends the job once every item is recorded, or hands it back when the worker stops first. */

@@ -1,0 +1,72 @@
+import { SqliteDocumentStore } from '@estate/store/sqlite.document-store';
+import pino from 'pino';
+import { MemoryBus } from '../src/memory.bus';
+import { outboxEntry, type OutboxDoc } from '../src/outbox';
+import { SqliteUnitOfWork } from '../src/sqlite.unit-of-work';
+import { unitOfWorkContract } from './unit-of-work.contract';
+
+const log = pino({ level: 'silent' });
+
+unitOfWorkContract('sqlite', async (bus) => {
+  const store = SqliteDocumentStore.open(':memory:');
+  return { store, units: new SqliteUnitOfWork({ store, bus, log }), close: () => store.close() };
+});
+
+const deleted = (listingId: string, version: number) =>
+  outboxEntry('listings.listing.deleted', {
+    accountId: 'acc_1',
+    listingId,
+    version,
+    occurredAt: '2025-01-01T00:00:00Z',
+  });
+
+describe('SqliteUnitOfWork: a unit is one transaction', () => {
+  it('rolls back every document, event and projection of a unit that fails after writing them', async () => {
+    const store = SqliteDocumentStore.open(':memory:');
+    const bus = new MemoryBus(log);
+    const seen: string[] = [];
+    await bus.subscribe(
+      ['listings.listing.deleted'],
+      { durable: 't' },
+      async (m) => void seen.push(m.payload.listingId),
+    );
+    const units = new SqliteUnitOfWork({ store, bus, log });
+    const things = await store.collection<OutboxDoc>('things');
+    const rows = await store.collection<{ id: string }>('rows');
+    await expect(
+      units.run(async (unit) => {
+        await unit.insert(things, { id: 'a', version: 1 }, [deleted('a', 1)]);
+        // A unit joins the unit it runs in: its writes roll back with it.
+        await units.run((inner) => inner.insert(things, { id: 'b', version: 1 }, [deleted('b', 1)]));
+        await unit.project(() => rows.insertOne({ id: 'row-a' }).then(() => undefined), { readYourWrites: false });
+        throw new Error('refused after writing');
+      }),
+    ).rejects.toThrow('refused after writing');
+    expect(await things.count({})).toBe(0);
+    expect(await rows.count({})).toBe(0);
+    expect(seen).toEqual([]);
+    expect(store.database.prepare('SELECT count(*) AS n FROM "outbox$events"').get()).toEqual({ n: 0 });
+    await bus.close();
+    await store.close();
+  });
+
+  it('commits once per unit: the rows of published events go with the next unit or sweep', async () => {
+    const store = SqliteDocumentStore.open(':memory:');
+    const bus = new MemoryBus(log);
+    const units = new SqliteUnitOfWork({ store, bus, log });
+    const things = await store.collection<OutboxDoc>('things');
+    const count = () => (store.database.prepare('SELECT count(*) AS n FROM "outbox$events"').get() as { n: number }).n;
+    await units.run((unit) => unit.insert(things, { id: 'a', version: 1 }, [deleted('a', 1)]));
+    await units.settled();
+    expect(count()).toBe(1);
+    await units.run((unit) => unit.insert(things, { id: 'b', version: 1 }, [deleted('b', 1)]));
+    await units.settled();
+    expect(count()).toBe(1);
+    const republished: string[] = [];
+    await units.sweep(async (entries) => void republished.push(...entries.map((e) => e.eventId)), 100);
+    expect(republished).toEqual([]);
+    expect(count()).toBe(0);
+    await bus.close();
+    await store.close();
+  });
+});
