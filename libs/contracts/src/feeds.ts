@@ -45,6 +45,39 @@ export const feedBudget = z
   .meta({ id: 'FeedBudget' });
 export type FeedBudget = z.infer<typeof feedBudget>;
 
+export const feedRemovals = z
+  .strictObject({
+    quarantineRuns: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .default(3)
+      .describe(
+        'A listing missing from the feed is hidden (`sourceMissing`) and deleted once this many key reconciliations in a row found it missing',
+      ),
+    maxRemovedPercent: z
+      .number()
+      .min(0)
+      .max(100)
+      .default(5)
+      .describe("A reconciliation that would take out more than this share of the feed's listings takes out none"),
+  })
+  .meta({ id: 'FeedRemovals' });
+export type FeedRemovals = z.infer<typeof feedRemovals>;
+
+export const feedSchedule = z
+  .strictObject({
+    everyMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 60)
+      .describe('A run starts this many minutes after the previous one started'),
+  })
+  .meta({ id: 'FeedSchedule' });
+export type FeedSchedule = z.infer<typeof feedSchedule>;
+
 const feedName = z.string().trim().min(1).max(100);
 const feedFilter = z
   .string()
@@ -77,6 +110,7 @@ export const feedCreate = z
       .max(1000)
       .default(200)
       .describe('Records asked per page (`Prefer: odata.maxpagesize`)'),
+    removals: feedRemovals.default({ quarantineRuns: 3, maxRemovedPercent: 5 }),
     enabled: z.boolean().default(true).describe('A disabled feed takes no runs'),
   })
   .meta({ id: 'FeedCreate', examples: [examples.feedCreate] });
@@ -91,6 +125,7 @@ export const feedPatch = z
     filter: feedFilter.nullable().optional(),
     budget: feedBudget.optional(),
     pageSize: z.number().int().min(1).max(1000).optional(),
+    removals: feedRemovals.optional(),
     enabled: z.boolean().optional(),
   })
   .meta({ id: 'FeedPatch', examples: [examples.feedPatch] });
@@ -117,7 +152,12 @@ export const feed = z
     filter: z.string().nullable(),
     budget: feedBudget,
     pageSize: z.number().int(),
+    removals: feedRemovals,
     enabled: z.boolean(),
+    reconciledAt: z
+      .string()
+      .nullable()
+      .describe('When a complete key pull last reconciled the listings with the feed; null: never'),
     cursor: feedCursor.nullable().describe('Where the next run starts; null: from the beginning'),
     lastRunId: z.string().nullable().describe('The job of the latest run'),
     version: z.number().int(),
@@ -135,6 +175,11 @@ export const feedRunQuery = z.strictObject({
   dryRun: single(z.enum(['true', 'false']).default('false'))
     .transform((v) => v === 'true')
     .describe('`true`: fetch and report what would change, write nothing (not even the cursor)'),
+  reconcile: single(z.enum(['true', 'false']).default('false'))
+    .transform((v) => v === 'true')
+    .describe(
+      '`true`: after the changes, pull every key the feed has (`$select=ListingKey`) and quarantine or delete the listings it no longer has',
+    ),
 });
 export type FeedRunQuery = z.infer<typeof feedRunQuery>;
 
@@ -157,6 +202,14 @@ export const feedLedger = z
     updated: z.number().int(),
     unchanged: z.number().int().describe('Records whose mapped fields had not changed: not written'),
     failed: z.number().int().describe('Records refused (each in `errors`, the first 1000 listed)'),
+    reconcile: z.boolean().describe('Whether the run ends with a complete key pull (removals)'),
+    keys: z.number().int().nullable().describe('Keys the complete key pull received; null: no complete key pull'),
+    quarantined: z
+      .number()
+      .int()
+      .describe('Listings the key pull found missing for the first time: hidden from search (`sourceMissing`)'),
+    restored: z.number().int().describe('Quarantined listings back in the feed: shown again'),
+    removed: z.number().int().describe('Listings deleted after missing for `removals.quarantineRuns` key pulls'),
     requests: z.number().int().describe('Requests made to the source, retries and token requests included'),
     retries: z.number().int().describe('Requests repeated after a 429 or 503 (after its Retry-After)'),
     restarts: z.number().int().describe('Walks restarted from the cursor after an expired or refused nextLink'),

@@ -14,6 +14,11 @@ export interface SourceFaults {
   unavailable?: number;
   /** Every page answers no records. */
   empty?: boolean;
+  /**
+   * A complete key pull (`$select=ListingKey`) breaks: `page` answers 500 to its second page, `nextLink` answers its
+   * nextLinks 400 (expired).
+   */
+  keyPull?: 'page' | 'nextLink';
 }
 
 /**
@@ -54,6 +59,11 @@ export class ResoTestSource {
       }
       if (!url.pathname.endsWith('/Property')) return send(404, { error: { code: '404', message: 'no resource' } });
       const token = url.searchParams.get('$skiptoken');
+      const select = url.searchParams.get('$select');
+      if (select !== null && token !== null && this.faults.keyPull === 'page')
+        return send(500, { error: { code: '500', message: 'the key pull broke' } });
+      if (select !== null && token !== null && this.faults.keyPull === 'nextLink')
+        return send(400, { error: { code: '400', message: 'the nextLink expired' } });
       if (token !== null) {
         this.nextLinksUsed++;
         if (this.faults.nextLinksValidFor !== undefined && this.nextLinksUsed > this.faults.nextLinksValidFor)
@@ -62,8 +72,11 @@ export class ResoTestSource {
       const size = Number(/odata\.maxpagesize=(\d+)/.exec(String(req.headers.prefer ?? ''))?.[1] ?? 100);
       const after = token ? (JSON.parse(Buffer.from(token, 'base64url').toString()) as [string, string]) : undefined;
       const rows = this.faults.empty ? [] : this.select(url.searchParams.get('$filter') ?? '', after);
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
+      const fields = select?.split(',').map((f) => f.trim());
+      const page = rows
+        .slice(0, size)
+        .map((r) => (fields ? (Object.fromEntries(fields.map((f) => [f, r[f]])) as SourceRecord) : r));
+      const last = rows.slice(0, size)[page.length - 1];
       const next = new URL(url.toString());
       if (last)
         next.searchParams.set(

@@ -116,6 +116,8 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     feeds: feedRepository,
     secrets: feeds,
     upserts,
+    listings: service,
+    feedListings: listings,
     source,
     bus: deps.bus,
     outbox: relay,

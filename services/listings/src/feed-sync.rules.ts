@@ -1,4 +1,4 @@
-import type { FeedCursor } from '@estate/contracts/feeds';
+import type { FeedCursor, FeedRemovals } from '@estate/contracts/feeds';
 import type { JobState } from '@estate/contracts/jobs';
 
 /**
@@ -14,6 +14,9 @@ export const MAX_RETRY_AFTER_MS = 5 * 60 * 1000;
 export const ERRORS_KEPT = 1000;
 /** Records a dry run lists in its preview. */
 export const PREVIEW_KEPT = 100;
+
+/** Removals of a feed stored before they could be set. */
+export const DEFAULT_REMOVALS: FeedRemovals = { quarantineRuns: 3, maxRemovedPercent: 5 };
 
 const quoted = (text: string): string => `'${text.replace(/'/g, "''")}'`;
 /** An OData DateTimeOffset literal (unquoted), in UTC with milliseconds. */
@@ -42,6 +45,41 @@ export function pageUrl(serviceRoot: string, resource: string, start: WalkStart,
   const params = new URLSearchParams({ $orderby: 'ModificationTimestamp,ListingKey' });
   if (filters.length > 0) params.set('$filter', filters.join(' and '));
   return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** The first page of a complete key pull: every key the feed selects, nothing else asked for. */
+export function keysUrl(serviceRoot: string, resource: string, extraFilter?: string): string {
+  const params = new URLSearchParams({ $select: 'ListingKey', $orderby: 'ModificationTimestamp,ListingKey' });
+  if (extraFilter) params.set('$filter', `(${extraFilter})`);
+  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** What a complete key pull found about one listing of the feed. */
+export type Missing = { runs: number; runId: string } | undefined;
+
+/**
+ * The circuit breaker: whether taking out `missing` of the feed's `total` listings stays within the share allowed.
+ * A feed that suddenly answers no keys at all has every listing missing: it trips (unless the share allowed is 100%).
+ */
+export function withinRemovalShare(missing: number, total: number, removals: FeedRemovals): boolean {
+  if (missing === 0) return true;
+  return (missing / total) * 100 <= removals.maxRemovedPercent;
+}
+
+/**
+ * What a reconciliation does to a listing its feed no longer has: quarantined the first time; counted again by
+ * each later reconciliation (not twice by one run resumed); deleted by the `quarantineRuns`-th in a row, never by
+ * the one that first finds it missing.
+ */
+export function missingAction(
+  current: Missing,
+  runId: string,
+  removals: FeedRemovals,
+): { action: 'quarantine' } | { action: 'count'; runs: number } | { action: 'remove' } | { action: 'none' } {
+  if (!current) return { action: 'quarantine' };
+  if (current.runId === runId) return { action: 'none' };
+  const runs = current.runs + 1;
+  return runs >= removals.quarantineRuns ? { action: 'remove' } : { action: 'count', runs };
 }
 
 /** `(ModificationTimestamp, ListingKey)` order. */

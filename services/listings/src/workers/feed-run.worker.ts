@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FeedLedger } from '@estate/contracts/feeds';
+import type { Listing } from '@estate/contracts/listings';
 import { jobProgressSubject, type JobItemError } from '@estate/contracts/jobs';
 import type { Bus, OutboxRelay } from '@estate/bus';
 import type { RequestContext } from '@estate/platform/auth';
@@ -13,9 +14,12 @@ import type { FeedSourceClient, SourceAnswer } from '../clients/feed-source.clie
 import { SourceUnreachable } from '../clients/feed-source.client';
 import {
   countRequest,
+  DEFAULT_REMOVALS,
   ERRORS_KEPT,
+  keysUrl,
   laterCursor,
   MAX_RETRIES,
+  missingAction,
   MAX_RETRY_AFTER_MS,
   pageUrl,
   PREVIEW_KEPT,
@@ -23,8 +27,11 @@ import {
   runState,
   walkStart,
   withinHourlyBudget,
+  withinRemovalShare,
   type Usage,
 } from '../feed-sync.rules';
+import type { ListingsService } from '../listings.service';
+import type { ListingRepository } from '../repositories/listing.repository';
 import type { FeedsService } from '../feeds.service';
 import type { ListingUpsertService } from '../listing-upsert.service';
 import type { BulkJobDoc, BulkJobRepository } from '../repositories/bulk-job.repository';
@@ -35,6 +42,10 @@ export interface FeedRunWorkerDeps {
   feeds: FeedRepository;
   secrets: Pick<FeedsService, 'secretOf'>;
   upserts: Pick<ListingUpsertService, 'upsertRecord' | 'preview'>;
+  /** Quarantine and removal of listings their feed no longer has. */
+  listings: Pick<ListingsService, 'get' | 'writeSourceMissing' | 'remove'>;
+  /** The account's listings of one feed source, for the key reconciliation. */
+  feedListings: Pick<ListingRepository, 'ofSource'>;
   source: FeedSourceClient;
   bus: Bus;
   outbox?: Pick<OutboxRelay, 'kick'>;
@@ -200,6 +211,7 @@ export class FeedRunWorker {
     );
     try {
       await this.walk(state);
+      if (state.job.ledger!.reconcile) await this.reconcile(state);
       await this.end(state.job, { stopReason: null, sourceFailed: false }, started, log, state.usage);
     } catch (err) {
       if (err instanceof RunHandedBack) {
@@ -263,6 +275,126 @@ export class FeedRunWorker {
       url = new URL(next, url).toString();
       following = true;
     }
+  }
+
+  /**
+   * The complete key pull and what follows from it: every key the feed selects, then each of the account's
+   * listings of this source that the pull did not return is quarantined, counted again or deleted
+   * (`missingAction`), and each quarantined one it did return is shown again. Nothing is quarantined or deleted
+   * unless the pull reached the end of the feed (a failed page, a spent budget, an expired nextLink all stop it), nor
+   * when more than `maxRemovedPercent` of the feed's listings are missing.
+   */
+  private async reconcile(state: Running): Promise<void> {
+    const { feed } = state;
+    const ledger = state.job.ledger!;
+    const removals = feed.removals ?? DEFAULT_REMOVALS;
+    const keys = new Set<string>();
+    let url = keysUrl(feed.serviceRoot, feed.resource, feed.filter);
+    let following = false;
+    try {
+      for (;;) {
+        if (this.stopping || state.leaseLost) throw new RunHandedBack();
+        const answer = await this.fetchPage(state, url, following);
+        const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown };
+        if (!Array.isArray(body.value)) throw new RunStopped('a page without a `value` list', true);
+        for (const r of body.value as Array<{ ListingKey?: unknown }>)
+          if (r && typeof r.ListingKey === 'string') keys.add(r.ListingKey);
+        const next = body['@odata.nextLink'];
+        if (typeof next !== 'string' || body.value.length === 0) break;
+        url = new URL(next, url).toString();
+        following = true;
+      }
+    } catch (err) {
+      if (err instanceof RunHandedBack) throw err;
+      const why =
+        err instanceof WalkBroken
+          ? 'a nextLink expired'
+          : err instanceof RunStopped
+            ? err.reason
+            : err instanceof SourceUnreachable
+              ? err.message
+              : 'it failed (see the logs)';
+      if (!(err instanceof WalkBroken || err instanceof RunStopped || err instanceof SourceUnreachable)) throw err;
+      throw new RunStopped(
+        `the key pull did not reach the end of the feed (${why}): nothing was quarantined or removed`,
+        !(err instanceof RunStopped) || err.sourceFailed,
+      );
+    }
+    ledger.keys = keys.size;
+
+    // Which of the feed's listings the pull did not return, and which quarantined ones are back.
+    let total = 0;
+    const missing: string[] = [];
+    const back: string[] = [];
+    for await (const batch of this.deps.feedListings.ofSource(state.ctx.who.accountId, feed.originatingSystemName)) {
+      for (const listing of batch) {
+        total++;
+        if (!listing.externalId || !keys.has(listing.externalId)) missing.push(listing.id);
+        else if (listing.sourceMissing) back.push(listing.id);
+      }
+    }
+    const tripped = !withinRemovalShare(missing.length, total, removals);
+    const now = this.deps.clock().toISOString();
+    for (const id of back) {
+      this.stillHeld(state);
+      if (ledger.dryRun) ledger.restored++;
+      else if (await this.mark(state, id, () => null)) ledger.restored++;
+    }
+    if (!tripped)
+      for (const id of missing) {
+        this.stillHeld(state);
+        const listing = await this.deps.listings.get(state.ctx.who, id).catch(() => null);
+        if (!listing) continue;
+        const step = missingAction(listing.sourceMissing ?? undefined, state.job.id, removals);
+        if (step.action === 'none') continue;
+        if (ledger.dryRun) {
+          if (step.action === 'remove') ledger.removed++;
+          else if (step.action === 'quarantine') ledger.quarantined++;
+          continue;
+        }
+        if (step.action === 'remove') {
+          const gone = await this.deps.listings.remove(state.ctx, id).then(
+            () => true,
+            (err: unknown) => {
+              if (err instanceof AppError && err.status < 500) return false;
+              throw err;
+            },
+          );
+          if (gone) ledger.removed++;
+          continue;
+        }
+        const mark = await this.mark(state, id, (current) =>
+          step.action === 'quarantine'
+            ? { feedId: feed.id, since: now, runs: 1, runId: state.job.id }
+            : { ...current.sourceMissing!, runs: step.runs, runId: state.job.id },
+        );
+        if (mark && step.action === 'quarantine') ledger.quarantined++;
+      }
+    if (!ledger.dryRun) await this.deps.feeds.commit(feed.id, state.job.id, { reconciledAt: now, usage: state.usage });
+    if (tripped)
+      throw new RunStopped(
+        `the key pull found ${missing.length} of the feed's ${total} listings missing (${((missing.length / total) * 100).toFixed(1)}%), ` +
+          `more than removals.maxRemovedPercent (${removals.maxRemovedPercent}%): nothing was quarantined or removed`,
+        true,
+      );
+  }
+
+  /** Sets or clears a listing's quarantine mark, re-read at each attempt; whether it was written. */
+  private async mark(
+    state: Running,
+    id: string,
+    next: (current: Listing) => NonNullable<Listing['sourceMissing']> | null,
+  ): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = await this.deps.listings.get(state.ctx.who, id).catch(() => null);
+      if (!current) return false;
+      if (await this.deps.listings.writeSourceMissing(state.ctx, current, next(current))) return true;
+    }
+    return false;
+  }
+
+  private stillHeld(state: Running): void {
+    if (this.stopping || state.leaseLost) throw new RunHandedBack();
   }
 
   /** One page's request, within the budget, with 429/503 retried after their Retry-After. */
