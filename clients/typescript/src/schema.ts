@@ -907,6 +907,7 @@ export interface components {
             budget: components["schemas"]["FeedBudget"];
             pageSize: number;
             removals: components["schemas"]["FeedRemovals"];
+            media: boolean;
             enabled: boolean;
             /** @description When a complete key pull last reconciled the listings with the feed; null: never */
             reconciledAt: string | null;
@@ -992,6 +993,8 @@ export interface components {
              *     }
              */
             removals: components["schemas"]["FeedRemovalsWrite"];
+            /** @description Sync the records' photos (`$expand=Media`) into the listings' galleries. Default: `false`. */
+            media?: boolean;
             /** @description A disabled feed takes no runs. Default: `true`. */
             enabled?: boolean;
         };
@@ -1024,6 +1027,16 @@ export interface components {
             restored: number;
             /** @description Listings deleted after missing for `removals.quarantineRuns` key pulls */
             removed: number;
+            /** @description Photos downloaded (new, or changed at the source) */
+            mediaDownloaded: number;
+            /** @description Photos not downloaded (their timestamps had not moved) or downloaded with bytes we already had */
+            mediaUnchanged: number;
+            /** @description Photos added to galleries */
+            mediaUploaded: number;
+            /** @description Photos the source no longer has, taken out of galleries */
+            mediaRemoved: number;
+            /** @description Photo downloads that failed: the photo we have stays; retried next run */
+            mediaFailed: number;
             /** @description Requests made to the source, retries and token requests included */
             requests: number;
             /** @description Requests repeated after a 429 or 503 (after its Retry-After) */
@@ -1066,6 +1079,7 @@ export interface components {
             budget?: components["schemas"]["FeedBudget"];
             pageSize?: number;
             removals?: components["schemas"]["FeedRemovalsWrite"];
+            media?: boolean;
             enabled?: boolean;
         };
         FeedRemovals: {

@@ -111,6 +111,10 @@ export const feedCreate = z
       .default(200)
       .describe('Records asked per page (`Prefer: odata.maxpagesize`)'),
     removals: feedRemovals.default({ quarantineRuns: 3, maxRemovedPercent: 5 }),
+    media: z
+      .boolean()
+      .default(false)
+      .describe("Sync the records' photos (`$expand=Media`) into the listings' galleries"),
     enabled: z.boolean().default(true).describe('A disabled feed takes no runs'),
   })
   .meta({ id: 'FeedCreate', examples: [examples.feedCreate] });
@@ -126,6 +130,7 @@ export const feedPatch = z
     budget: feedBudget.optional(),
     pageSize: z.number().int().min(1).max(1000).optional(),
     removals: feedRemovals.optional(),
+    media: z.boolean().optional(),
     enabled: z.boolean().optional(),
   })
   .meta({ id: 'FeedPatch', examples: [examples.feedPatch] });
@@ -153,6 +158,7 @@ export const feed = z
     budget: feedBudget,
     pageSize: z.number().int(),
     removals: feedRemovals,
+    media: z.boolean(),
     enabled: z.boolean(),
     reconciledAt: z
       .string()
@@ -210,6 +216,14 @@ export const feedLedger = z
       .describe('Listings the key pull found missing for the first time: hidden from search (`sourceMissing`)'),
     restored: z.number().int().describe('Quarantined listings back in the feed: shown again'),
     removed: z.number().int().describe('Listings deleted after missing for `removals.quarantineRuns` key pulls'),
+    mediaDownloaded: z.number().int().describe('Photos downloaded (new, or changed at the source)'),
+    mediaUnchanged: z
+      .number()
+      .int()
+      .describe('Photos not downloaded (their timestamps had not moved) or downloaded with bytes we already had'),
+    mediaUploaded: z.number().int().describe('Photos added to galleries'),
+    mediaRemoved: z.number().int().describe('Photos the source no longer has, taken out of galleries'),
+    mediaFailed: z.number().int().describe('Photo downloads that failed: the photo we have stays; retried next run'),
     requests: z.number().int().describe('Requests made to the source, retries and token requests included'),
     retries: z.number().int().describe('Requests repeated after a 429 or 503 (after its Retry-After)'),
     restarts: z.number().int().describe('Walks restarted from the cursor after an expired or refused nextLink'),

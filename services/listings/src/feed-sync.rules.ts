@@ -33,7 +33,13 @@ export function walkStart(walk: FeedCursor | undefined, committed: FeedCursor | 
 }
 
 /** The first page's URL of a walk in `ModificationTimestamp,ListingKey` order (later pages follow nextLinks). */
-export function pageUrl(serviceRoot: string, resource: string, start: WalkStart, extraFilter?: string): string {
+export function pageUrl(
+  serviceRoot: string,
+  resource: string,
+  start: WalkStart,
+  extraFilter?: string,
+  expandMedia = false,
+): string {
   const filters: string[] = [];
   if (start.kind === 'after') {
     const t = timestamp(start.cursor.modificationTimestamp);
@@ -44,6 +50,7 @@ export function pageUrl(serviceRoot: string, resource: string, start: WalkStart,
   if (extraFilter) filters.push(`(${extraFilter})`);
   const params = new URLSearchParams({ $orderby: 'ModificationTimestamp,ListingKey' });
   if (filters.length > 0) params.set('$filter', filters.join(' and '));
+  if (expandMedia) params.set('$expand', 'Media');
   return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
 }
 
@@ -80,6 +87,44 @@ export function missingAction(
   if (current.runId === runId) return { action: 'none' };
   const runs = current.runs + 1;
   return runs >= removals.quarantineRuns ? { action: 'remove' } : { action: 'count', runs };
+}
+
+/** One record again, with its media (fresh MediaURLs): `$filter=ListingKey eq 'k'&$expand=Media`. */
+export function recordUrl(serviceRoot: string, resource: string, listingKey: string): string {
+  const params = new URLSearchParams({ $filter: `ListingKey eq ${quoted(listingKey)}`, $expand: 'Media' });
+  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** A source Media record as the sync reads it. */
+export interface SourcePhoto {
+  key: string;
+  url: string;
+  order: number;
+  preferred: boolean;
+  caption?: string;
+  modified?: string;
+}
+
+/**
+ * The photos of a record's expanded `Media`, in display order (`PreferredPhotoYN` first, then `Order`); tours and
+ * other categories, and entries without a key or URL, left out. Undefined when the record carries no `Media`.
+ */
+export function sourcePhotos(record: Record<string, unknown>): SourcePhoto[] | undefined {
+  if (!Array.isArray(record.Media)) return undefined;
+  const photos: SourcePhoto[] = [];
+  for (const [i, m] of (record.Media as Array<Record<string, unknown>>).entries()) {
+    if (!m || typeof m.MediaKey !== 'string' || typeof m.MediaURL !== 'string') continue;
+    if (m.MediaCategory !== undefined && m.MediaCategory !== null && m.MediaCategory !== 'Photo') continue;
+    photos.push({
+      key: m.MediaKey,
+      url: m.MediaURL,
+      order: typeof m.Order === 'number' ? m.Order : i,
+      preferred: m.PreferredPhotoYN === true,
+      ...(typeof m.ShortDescription === 'string' && m.ShortDescription ? { caption: m.ShortDescription } : {}),
+      ...(typeof m.MediaModificationTimestamp === 'string' ? { modified: m.MediaModificationTimestamp } : {}),
+    });
+  }
+  return photos.sort((a, b) => Number(b.preferred) - Number(a.preferred) || a.order - b.order);
 }
 
 /** `(ModificationTimestamp, ListingKey)` order. */

@@ -40,6 +40,7 @@ export function toFeed(doc: FeedDoc): Feed {
     budget: doc.budget,
     pageSize: doc.pageSize,
     removals: doc.removals ?? DEFAULT_REMOVALS,
+    media: doc.media ?? false,
     enabled: doc.enabled,
     reconciledAt: doc.reconciledAt ?? null,
     cursor: doc.cursor ?? null,
@@ -66,6 +67,11 @@ export function openLedger(feed: FeedDoc, dryRun: boolean, reconcile = false): F
     quarantined: 0,
     restored: 0,
     removed: 0,
+    mediaDownloaded: 0,
+    mediaUnchanged: 0,
+    mediaUploaded: 0,
+    mediaRemoved: 0,
+    mediaFailed: 0,
     requests: 0,
     retries: 0,
     restarts: 0,
@@ -107,6 +113,7 @@ export class FeedsService {
       budget: input.budget,
       pageSize: input.pageSize,
       removals: input.removals,
+      media: input.media,
       enabled: input.enabled,
       createdBy: { keyId: who.keyId, role: who.role },
       version: 1,
@@ -140,7 +147,7 @@ export class FeedsService {
           $set: { updatedAt: this.deps.clock().toISOString() },
           $unset: {},
         };
-        for (const key of ['name', 'serviceRoot', 'budget', 'pageSize', 'removals', 'enabled'] as const)
+        for (const key of ['name', 'serviceRoot', 'budget', 'pageSize', 'removals', 'media', 'enabled'] as const)
           if (patch[key] !== undefined) update.$set[key] = patch[key];
         if (patch.auth) update.$set.auth = this.sealed(patch.auth);
         if (patch.filter === null) update.$unset.filter = true;

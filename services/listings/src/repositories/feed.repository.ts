@@ -21,6 +21,8 @@ export interface FeedDoc {
   pageSize: number;
   /** Absent on feeds stored before removals: the defaults (DEFAULT_REMOVALS). */
   removals?: FeedRemovals;
+  /** Sync the records' photos. */
+  media?: boolean;
   enabled: boolean;
   /** When a complete key pull last reconciled the feed's listings. */
   reconciledAt?: string;

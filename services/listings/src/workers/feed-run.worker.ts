@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FeedLedger } from '@estate/contracts/feeds';
 import type { Listing } from '@estate/contracts/listings';
@@ -23,6 +23,9 @@ import {
   MAX_RETRY_AFTER_MS,
   pageUrl,
   PREVIEW_KEPT,
+  recordUrl,
+  sourcePhotos,
+  type SourcePhoto,
   retryAfterMs,
   runState,
   walkStart,
@@ -32,6 +35,9 @@ import {
 } from '../feed-sync.rules';
 import type { ListingsService } from '../listings.service';
 import type { ListingRepository } from '../repositories/listing.repository';
+import type { MediaReader, MediaWriter } from '../clients/media.client';
+import type { FeedPhotosDoc, FeedPhotosRepository, SyncedPhoto } from '../repositories/feed-photos.repository';
+import { MAX_IMAGE_BYTES } from '@estate/contracts/media';
 import type { FeedsService } from '../feeds.service';
 import type { ListingUpsertService } from '../listing-upsert.service';
 import type { BulkJobDoc, BulkJobRepository } from '../repositories/bulk-job.repository';
@@ -46,6 +52,8 @@ export interface FeedRunWorkerDeps {
   listings: Pick<ListingsService, 'get' | 'writeSourceMissing' | 'remove'>;
   /** The account's listings of one feed source, for the key reconciliation. */
   feedListings: Pick<ListingRepository, 'ofSource'>;
+  /** Feeds with `media`: what was synced of each listing's photos, and the galleries they go to (none: no photos). */
+  photos?: { synced: FeedPhotosRepository; writer: MediaWriter; reader: MediaReader };
   source: FeedSourceClient;
   bus: Bus;
   outbox?: Pick<OutboxRelay, 'kick'>;
@@ -68,6 +76,8 @@ const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_POLL_MS = 2000;
 /** Runs one process takes at once. */
 const RUNS_AT_ONCE = 2;
+/** Listings whose photos a run fetches again (failed downloads, interrupted syncs) before its walk. */
+const PENDING_PHOTOS_PER_RUN = 100;
 
 /** The walk has to start again from the position it reached (its nextLink expired or was refused). */
 class WalkBroken extends Error {}
@@ -241,11 +251,14 @@ export class FeedRunWorker {
   /** Walks from where the run stands to the end of the feed, restarting from the position when a nextLink breaks. */
   private async walk(state: Running): Promise<void> {
     const { feed } = state;
+    const media = this.syncsPhotos(state);
+    if (media) await this.retryPhotos(state);
     let url = pageUrl(
       feed.serviceRoot,
       feed.resource,
       walkStart(state.job.walk, state.job.ledger!.cursorBefore),
       feed.filter,
+      media,
     );
     let following = false;
     for (;;) {
@@ -261,6 +274,7 @@ export class FeedRunWorker {
           feed.resource,
           walkStart(state.job.walk, state.job.ledger!.cursorBefore),
           feed.filter,
+          media,
         );
         following = false;
         continue;
@@ -393,6 +407,115 @@ export class FeedRunWorker {
     return false;
   }
 
+  private syncsPhotos(state: Running): boolean {
+    return !!state.feed.media && !!this.deps.photos && !state.job.ledger!.dryRun;
+  }
+
+  /** Listings whose photo sync failed or was interrupted: their media fetched again (fresh MediaURLs) and synced. */
+  private async retryPhotos(state: Running): Promise<void> {
+    const pending = await this.deps.photos!.synced.pending(state.feed.id, PENDING_PHOTOS_PER_RUN);
+    for (const doc of pending) {
+      this.stillHeld(state);
+      const answer = await this.fetchPage(
+        state,
+        recordUrl(state.feed.serviceRoot, state.feed.resource, doc.listingKey),
+        false,
+      );
+      const record = (answer.body as { value?: Array<Record<string, unknown>> }).value?.[0];
+      const photos = record ? sourcePhotos(record) : undefined;
+      // Gone from the feed: removals decide about the listing; its photos stay as they are.
+      if (!record || !photos) continue;
+      const changedAt = typeof record.PhotosChangeTimestamp === 'string' ? record.PhotosChangeTimestamp : undefined;
+      await this.syncPhotos(state, doc.id, photos, changedAt);
+    }
+  }
+
+  /**
+   * Brings a listing's gallery in step with the source's photos: a photo whose MediaModificationTimestamp did not
+   * move is not downloaded; one downloaded with bytes the listing already has (same SHA-256) is not uploaded again;
+   * a failed download keeps the photo we have and leaves the listing pending for the next run; photos the source
+   * dropped are taken out; the gallery follows the source's order, its preferred photo first.
+   */
+  private async syncPhotos(state: Running, listingId: string, photos: SourcePhoto[], changedAt?: string) {
+    const { synced, writer, reader } = this.deps.photos!;
+    const ledger = state.job.ledger!;
+    const doc = await synced.get(listingId);
+    const before = doc?.items ?? [];
+    const items: SyncedPhoto[] = [];
+    let failed = false;
+    for (const photo of photos) {
+      const previous = before.find((p) => p.key === photo.key);
+      if (previous && photo.modified && previous.modified === photo.modified) {
+        ledger.mediaUnchanged++;
+        items.push(previous);
+        continue;
+      }
+      const got = await this.deps.source.download(photo.url, MAX_IMAGE_BYTES).catch(() => ({ status: 0 }));
+      if (got.status !== 200 || !('bytes' in got) || !got.bytes) {
+        // An expired or refused URL, or the host away: what we have stays; the next run fetches fresh URLs.
+        failed = true;
+        ledger.mediaFailed++;
+        if (previous) items.push(previous);
+        continue;
+      }
+      ledger.mediaDownloaded++;
+      const sha256 = createHash('sha256').update(got.bytes).digest('hex');
+      const same = [...items, ...before].find((p) => p.sha256 === sha256);
+      if (same) {
+        ledger.mediaUnchanged++;
+        items.push({
+          key: photo.key,
+          mediaId: same.mediaId,
+          sha256,
+          ...(photo.modified ? { modified: photo.modified } : {}),
+        });
+        continue;
+      }
+      try {
+        const mediaId = await writer.addPhoto(state.ctx, listingId, {
+          bytes: got.bytes,
+          ...(photo.caption ? { caption: photo.caption } : {}),
+        });
+        ledger.mediaUploaded++;
+        items.push({ key: photo.key, mediaId, sha256, ...(photo.modified ? { modified: photo.modified } : {}) });
+      } catch (err) {
+        if (!(err instanceof AppError) || err.status >= 500) throw err;
+        // Refused by the media service (not an image, the gallery full): that photo's error, the rest goes on.
+        ledger.mediaFailed++;
+        if (previous) items.push(previous);
+      }
+    }
+    const kept = new Set(items.map((p) => p.mediaId));
+    for (const gone of new Set(before.map((p) => p.mediaId).filter((id) => !kept.has(id)))) {
+      await writer.removeMedia(state.ctx, listingId, gone);
+      ledger.mediaRemoved++;
+    }
+    const order = [...new Set(items.map((p) => p.mediaId))];
+    if (order.length > 1) {
+      const gallery = (await reader.forListings(state.ctx.who, [listingId], state.ctx.requestId))[listingId] ?? [];
+      const current = gallery.map((m) => m.id);
+      const wanted = [...order.filter((id) => current.includes(id)), ...current.filter((id) => !kept.has(id))];
+      if (wanted.length === current.length && wanted.some((id, i) => id !== current[i]))
+        await writer.reorder(state.ctx, listingId, wanted);
+    }
+    const next: FeedPhotosDoc = {
+      id: listingId,
+      accountId: state.job.accountId,
+      feedId: state.feed.id,
+      listingKey: doc?.listingKey ?? '',
+      ...(failed
+        ? doc?.photosChangedAt
+          ? { photosChangedAt: doc.photosChangedAt }
+          : {}
+        : changedAt
+          ? { photosChangedAt: changedAt }
+          : {}),
+      pending: failed,
+      items,
+    };
+    await synced.save(next);
+  }
+
   private stillHeld(state: Running): void {
     if (this.stopping || state.leaseLost) throw new RunHandedBack();
   }
@@ -485,7 +608,9 @@ export class FeedRunWorker {
     const ledger: FeedLedger = structuredClone(job.ledger!);
     const errors: JobItemError[] = [...job.errors];
     let walk = job.walk;
+    const photoWork: Array<{ listingId: string; key: string; photos: SourcePhoto[]; changedAt?: string }> = [];
     const apply = async () => {
+      photoWork.length = 0;
       for (const [offset, record] of records.entries()) {
         const index = job.progress.processed + offset;
         ledger.fetched++;
@@ -527,6 +652,27 @@ export class FeedRunWorker {
           } else {
             const done = await this.deps.upserts.upsertRecord(state.ctx, item, { jobId: job.id, index });
             ledger[done.action]++;
+            const photos = this.syncsPhotos(state) ? sourcePhotos(record) : undefined;
+            if (photos) {
+              const changedAt =
+                typeof record.PhotosChangeTimestamp === 'string' ? record.PhotosChangeTimestamp : undefined;
+              const synced = await this.deps.photos!.synced.get(done.id);
+              if (synced && !synced.pending && changedAt && synced.photosChangedAt === changedAt)
+                ledger.mediaUnchanged += synced.items.length;
+              else {
+                // Recorded with the page: a sync the process does not finish is taken up by the next run.
+                await this.deps.photos!.synced.save({
+                  id: done.id,
+                  accountId: job.accountId,
+                  feedId: state.feed.id,
+                  listingKey: key,
+                  ...(synced?.photosChangedAt ? { photosChangedAt: synced.photosChangedAt } : {}),
+                  pending: true,
+                  items: synced?.items ?? [],
+                });
+                photoWork.push({ listingId: done.id, key, photos, ...(changedAt ? { changedAt } : {}) });
+              }
+            }
           }
         } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err;
@@ -561,6 +707,27 @@ export class FeedRunWorker {
       return recorded;
     };
     state.job = await this.deps.commitPage(apply);
+    // Downloads outside the page's transaction, while the page's MediaURLs are fresh.
+    for (const work of photoWork) {
+      this.stillHeld(state);
+      await this.syncPhotos(state, work.listingId, work.photos, work.changedAt);
+    }
+    if (photoWork.length > 0) {
+      const recorded = await this.deps.jobs.recordRun(
+        state.job,
+        this.owner,
+        {
+          progress: state.job.progress,
+          errors: state.job.errors,
+          ledger: state.job.ledger!,
+          ...(state.job.walk ? { walk: state.job.walk } : {}),
+        },
+        this.deps.clock(),
+        this.leaseMs,
+      );
+      if (!recorded) throw new RunHandedBack();
+      state.job = recorded;
+    }
     // A dry run moves no cursor; its requests count against the budget all the same.
     const held = await this.deps.feeds.commit(state.feed.id, job.id, {
       ...(ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {}),
