@@ -908,6 +908,9 @@ export interface components {
             pageSize: number;
             removals: components["schemas"]["FeedRemovals"];
             media: boolean;
+            schedule: components["schemas"]["FeedSchedule"] | null;
+            /** @description When the schedule starts the next run; null: no schedule */
+            nextRunAt: string | null;
             enabled: boolean;
             /** @description When a complete key pull last reconciled the listings with the feed; null: never */
             reconciledAt: string | null;
@@ -995,6 +998,8 @@ export interface components {
             removals: components["schemas"]["FeedRemovalsWrite"];
             /** @description Sync the records' photos (`$expand=Media`) into the listings' galleries. Default: `false`. */
             media?: boolean;
+            /** @description Runs started unattended (the first at once); null: only runs asked for. Default: `null`. */
+            schedule?: components["schemas"]["FeedSchedule"] | null;
             /** @description A disabled feed takes no runs. Default: `true`. */
             enabled?: boolean;
         };
@@ -1080,6 +1085,7 @@ export interface components {
             pageSize?: number;
             removals?: components["schemas"]["FeedRemovalsWrite"];
             media?: boolean;
+            schedule?: components["schemas"]["FeedSchedule"] | null;
             enabled?: boolean;
         };
         FeedRemovals: {
@@ -1099,6 +1105,10 @@ export interface components {
             quarantineRuns?: number;
             /** @description A reconciliation that would take out more than this share of the feed's listings takes out none. Default: `5`. */
             maxRemovedPercent?: number;
+        };
+        FeedSchedule: {
+            /** @description A run starts this many minutes after the previous one started */
+            everyMinutes: number;
         };
         Job: {
             id: string;

@@ -115,6 +115,10 @@ export const feedCreate = z
       .boolean()
       .default(false)
       .describe("Sync the records' photos (`$expand=Media`) into the listings' galleries"),
+    schedule: feedSchedule
+      .nullable()
+      .default(null)
+      .describe('Runs started unattended (the first at once); null: only runs asked for'),
     enabled: z.boolean().default(true).describe('A disabled feed takes no runs'),
   })
   .meta({ id: 'FeedCreate', examples: [examples.feedCreate] });
@@ -131,6 +135,7 @@ export const feedPatch = z
     pageSize: z.number().int().min(1).max(1000).optional(),
     removals: feedRemovals.optional(),
     media: z.boolean().optional(),
+    schedule: feedSchedule.nullable().optional(),
     enabled: z.boolean().optional(),
   })
   .meta({ id: 'FeedPatch', examples: [examples.feedPatch] });
@@ -159,6 +164,8 @@ export const feed = z
     pageSize: z.number().int(),
     removals: feedRemovals,
     media: z.boolean(),
+    schedule: feedSchedule.nullable(),
+    nextRunAt: z.string().nullable().describe('When the schedule starts the next run; null: no schedule'),
     enabled: z.boolean(),
     reconciledAt: z
       .string()

@@ -121,6 +121,7 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     upserts,
     listings: service,
     feedListings: listings,
+    schedule: feeds,
     ...(deps.mediaWriter && deps.media
       ? {
           photos: {

@@ -14,6 +14,8 @@ import type { FeedDoc, FeedRepository } from './repositories/feed.repository';
 
 const ADMIN_ONLY = ['admin'] as const;
 const ENDED: readonly string[] = ['succeeded', 'partially_failed', 'failed'];
+/** Scheduled runs end with a complete key pull at most this often (SPEC §14: at most once a day). */
+const RECONCILE_EVERY_MS = 24 * 60 * 60 * 1000;
 
 /** How the listings service derives the key of feeds' stored credentials from its secret key. */
 export const FEED_SECRETS_KEY = { salt: 'estate-listings', info: 'feed source credentials' } as const;
@@ -41,6 +43,8 @@ export function toFeed(doc: FeedDoc): Feed {
     pageSize: doc.pageSize,
     removals: doc.removals ?? DEFAULT_REMOVALS,
     media: doc.media ?? false,
+    schedule: doc.schedule ?? null,
+    nextRunAt: doc.schedule ? (doc.nextRunAt ?? null) : null,
     enabled: doc.enabled,
     reconciledAt: doc.reconciledAt ?? null,
     cursor: doc.cursor ?? null,
@@ -114,6 +118,7 @@ export class FeedsService {
       pageSize: input.pageSize,
       removals: input.removals,
       media: input.media,
+      ...(input.schedule ? { schedule: input.schedule, nextRunAt: now } : {}),
       enabled: input.enabled,
       createdBy: { keyId: who.keyId, role: who.role },
       version: 1,
@@ -150,6 +155,13 @@ export class FeedsService {
         for (const key of ['name', 'serviceRoot', 'budget', 'pageSize', 'removals', 'media', 'enabled'] as const)
           if (patch[key] !== undefined) update.$set[key] = patch[key];
         if (patch.auth) update.$set.auth = this.sealed(patch.auth);
+        if (patch.schedule === null) {
+          update.$unset.schedule = true;
+          update.$unset.nextRunAt = true;
+        } else if (patch.schedule !== undefined) {
+          update.$set.schedule = patch.schedule;
+          update.$set.nextRunAt = this.deps.clock().toISOString();
+        }
         if (patch.filter === null) update.$unset.filter = true;
         else if (patch.filter !== undefined) update.$set.filter = patch.filter;
         // Another source or another selection: the position in the old one means nothing there.
@@ -174,8 +186,38 @@ export class FeedsService {
   }
 
   /** Queues a run (a `feed_sync` job); one run of a feed at a time. */
-  async startRun(ctx: RequestContext, id: string, options: { dryRun: boolean; reconcile?: boolean }): Promise<Job> {
-    assertRole(ctx.who, ADMIN_ONLY, 'run feeds');
+  /**
+   * Starts the scheduled runs that are due (every replica's run worker asks at each poll): the replica that moves a
+   * feed's `nextRunAt` starts its run, and the feed's one run at a time holds across replicas. A scheduled run ends
+   * with a key reconciliation when the last one is a day old. How many were started.
+   */
+  async startDue(limit = 10): Promise<number> {
+    const now = this.deps.clock();
+    let started = 0;
+    for (const feed of await this.deps.feeds.due(now, limit)) {
+      const next = new Date(now.getTime() + feed.schedule!.everyMinutes * 60_000).toISOString();
+      if (!(await this.deps.feeds.claimSchedule(feed.id, feed.nextRunAt!, next))) continue;
+      const reconcile = !feed.reconciledAt || now.getTime() - Date.parse(feed.reconciledAt) >= RECONCILE_EVERY_MS;
+      const who = { accountId: feed.accountId, keyId: feed.createdBy.keyId, role: feed.createdBy.role, agentId: null };
+      try {
+        await this.startRun({ who } as RequestContext, feed.id, { dryRun: false, reconcile }, true);
+        started++;
+      } catch (err) {
+        // A run asked for by hand is going: this due time is skipped; the next one comes.
+        if (!(err instanceof AppError && err.code === 'feed_run_in_progress')) throw err;
+      }
+    }
+    return started;
+  }
+
+  /** Queues a run (a `feed_sync` job); one run of a feed at a time. `scheduled`: started by the feed's schedule. */
+  async startRun(
+    ctx: RequestContext,
+    id: string,
+    options: { dryRun: boolean; reconcile?: boolean },
+    scheduled = false,
+  ): Promise<Job> {
+    if (!scheduled) assertRole(ctx.who, ADMIN_ONLY, 'run feeds');
     const feed = await this.owned(ctx.who, id);
     if (!feed.enabled) throw new AppError('feed_disabled', `Feed ${id} is disabled; enable it to run it`);
     const jobId = newId('job');

@@ -328,6 +328,39 @@ function feedSuite(openStore: OpenStore) {
     expect(await searchable()).toEqual(keys(...[...Array(10).keys()]));
   });
 
+  it('a schedule starts runs unattended, one at a time across replicas, the first with a key reconciliation', async () => {
+    source.put(...ten());
+    // A second replica on the same store: its runner polls for due feeds too.
+    const replica = await ListingsHarness.start({ store: opened.store, start: false });
+    replica.runtime.feedRuns.start();
+    try {
+      const feed = await createFeed({ schedule: { everyMinutes: 60 } });
+      const created = (await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json();
+      expect(created).toMatchObject({ schedule: { everyMinutes: 60 }, nextRunAt: expect.any(String) });
+      const runs = await eventually(
+        async () => {
+          const page = (await call(alice, 'GET', `/v1/feeds/${feed.id}/runs`)).json() as { items: Job[] };
+          if (page.items.length === 0 || !FINAL.includes(page.items[0].state)) throw new Error('no run ended yet');
+          return page.items;
+        },
+        { timeoutMs: 20_000, intervalMs: 50 },
+      );
+      // Both replicas polled the due feed; one started it.
+      await h.runtime.feedRuns.idle();
+      await replica.runtime.feedRuns.idle();
+      expect((await call(alice, 'GET', `/v1/feeds/${feed.id}/runs`)).json().total).toBe(1);
+      expect(runs[0]).toMatchObject({ state: 'succeeded', ledger: { created: 10, reconcile: true, keys: 10 } });
+      const after = (await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json();
+      expect(Date.parse(after.nextRunAt) - Date.parse(created.nextRunAt)).toBeGreaterThanOrEqual(60 * 60_000);
+      expect(after.reconciledAt).toEqual(expect.any(String));
+      // No schedule: no next run.
+      const unscheduled = await call(alice, 'PATCH', `/v1/feeds/${feed.id}`, { schedule: null });
+      expect(unscheduled.json()).toMatchObject({ schedule: null, nextRunAt: null });
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('refuses plain http, private and loopback sources (422) unless private sources are allowed', async () => {
     await h.close();
     h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: false });

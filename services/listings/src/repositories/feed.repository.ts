@@ -1,5 +1,5 @@
 import type { Role } from '@estate/contracts/accounts';
-import type { FeedBudget, FeedCursor, FeedRemovals } from '@estate/contracts/feeds';
+import type { FeedBudget, FeedCursor, FeedRemovals, FeedSchedule } from '@estate/contracts/feeds';
 import { decodeCursor } from '@estate/platform/pagination';
 import { keyset, pageOf, type DocumentCollection, type DocumentStore, type Update } from '@estate/store';
 
@@ -23,6 +23,9 @@ export interface FeedDoc {
   removals?: FeedRemovals;
   /** Sync the records' photos. */
   media?: boolean;
+  schedule?: FeedSchedule;
+  /** When the schedule starts the next run (moved by the replica that starts it: one per due time). */
+  nextRunAt?: string;
   enabled: boolean;
   /** When a complete key pull last reconciled the feed's listings. */
   reconciledAt?: string;
@@ -47,7 +50,10 @@ export class FeedRepository {
 
   static async open(store: DocumentStore): Promise<FeedRepository> {
     return new FeedRepository(
-      await store.collection<FeedDoc>(FEEDS_COLLECTION, [{ fields: { accountId: 1, createdAt: 1 } }]),
+      await store.collection<FeedDoc>(FEEDS_COLLECTION, [
+        { fields: { accountId: 1, createdAt: 1 } },
+        { fields: { nextRunAt: 1 } },
+      ]),
     );
   }
 
@@ -95,6 +101,19 @@ export class FeedRepository {
       { id, accountId, activeRunId: replacing ?? { $exists: false } },
       { $set: { activeRunId: runId, lastRunId: runId } },
     );
+  }
+
+  /** Enabled feeds whose scheduled run is due and that have no run in progress. */
+  due(now: Date, limit: number): Promise<FeedDoc[]> {
+    return this.collection.find(
+      { enabled: true, nextRunAt: { $lte: now.toISOString() }, activeRunId: { $exists: false } },
+      { sort: { nextRunAt: 1 }, limit },
+    );
+  }
+
+  /** Moves a due feed's next run time if it is still `dueAt`: the replica that moves it starts the run. */
+  async claimSchedule(id: string, dueAt: string, next: string): Promise<boolean> {
+    return (await this.collection.updateOne({ id, nextRunAt: dueAt }, { $set: { nextRunAt: next } })) !== null;
   }
 
   async releaseRun(id: string, runId: string): Promise<void> {

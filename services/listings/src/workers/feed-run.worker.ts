@@ -68,6 +68,8 @@ export interface FeedRunWorkerDeps {
   leaseMs?: number;
   /** How often open runs nobody holds are looked for (a run queued here is taken at once). */
   pollMs?: number;
+  /** Starts the scheduled runs that are due (every poll). */
+  schedule?: { startDue(): Promise<number> };
   /** Waits (Retry-After, the per-second budget); tests may shorten them. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -160,6 +162,7 @@ export class FeedRunWorker {
   }
 
   private async poll(): Promise<void> {
+    await this.deps.schedule?.startDue();
     if (this.active.size >= RUNS_AT_ONCE) return;
     const open = await this.deps.jobs.claimableRuns(this.deps.clock(), RUNS_AT_ONCE);
     for (const candidate of open) {
