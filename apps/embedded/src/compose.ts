@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { FsBlobStore } from '@estate/blobs/fs.blob-store';
 import { MemoryBus } from '@estate/bus/memory.bus';
 import { SqliteUnitOfWork } from '@estate/bus/sqlite.unit-of-work';
@@ -8,7 +9,7 @@ import { composeGateway, gatewayApp, type BootstrapResult } from '@estate/gatewa
 import { composeLeads, leadsApp } from '@estate/leads';
 import { composeListings, listingsApp } from '@estate/listings';
 import { composeMedia, mediaApp, type MediaRuntime } from '@estate/media';
-import { AppError } from '@estate/platform/errors';
+import { AppError, DependencyUnavailable } from '@estate/platform/errors';
 import { createHttpApp } from '@estate/platform/http';
 import { useCursorSecrets } from '@estate/platform/pagination';
 import { secretKeyFile } from '@estate/platform/secrets';
@@ -58,10 +59,38 @@ export async function composeEmbedded(
   // Each service's writes, their events and (listings) the search rows commit in one transaction of its file.
   const units = (store: SqliteDocumentStore) => new SqliteUnitOfWork({ store, bus, log });
   // The RESO Web API reads galleries with a direct call here (over HTTP when distributed); media is composed below.
-  const galleries: { current?: MediaRuntime['gallery'] } = {};
+  const galleries: { current?: MediaRuntime['gallery']; uploads?: MediaRuntime['uploads'] } = {};
+  const mediaComposed = () => {
+    if (!galleries.current || !galleries.uploads) throw new DependencyUnavailable('media service', 'starting');
+    return { gallery: galleries.current, uploads: galleries.uploads };
+  };
   const listings = await composeListings({
     media: {
       forListings: (who, ids) => galleries.current?.forListings(who, ids) ?? Promise.resolve({}),
+    },
+    // Feeds' photos go through the media service's own upload session, as a one-file upload does.
+    mediaWriter: {
+      async addPhoto(ctx, listingId, photo) {
+        const session = await mediaComposed().uploads.begin(ctx, listingId);
+        try {
+          await session.addFile(Readable.from([photo.bytes]));
+          if (photo.caption) session.setCaption(photo.caption);
+          return (await session.commit())[0].id;
+        } catch (err) {
+          await session.abort().catch(() => undefined);
+          throw err;
+        }
+      },
+      async removeMedia(ctx, listingId, mediaId) {
+        await mediaComposed()
+          .gallery.remove(ctx, listingId, mediaId)
+          .catch((err: unknown) => {
+            if (!(err instanceof AppError && err.status === 404)) throw err;
+          });
+      },
+      async reorder(ctx, listingId, mediaIds) {
+        await mediaComposed().gallery.reorder(ctx, listingId, mediaIds);
+      },
     },
     ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
     feeds: {
@@ -95,6 +124,7 @@ export async function composeEmbedded(
     queue: 'in-process',
   });
   galleries.current = media.gallery;
+  galleries.uploads = media.uploads;
   const leads = await composeLeads({
     store: stores.leads,
     bus,

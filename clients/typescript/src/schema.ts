@@ -202,7 +202,7 @@ export interface paths {
         put?: never;
         /**
          * Run a feed now, as a tracked `feed_sync` job
-         * @description Answers 202 with the job; follow it at `Location` (`GET /v1/jobs/:id`, or its events). The job's `ledger` is the sync ledger. `?dryRun=true` fetches and reports what would change (`ledger.preview`) and writes nothing. One run of a feed at a time: 409 `feed_run_in_progress` while one is.
+         * @description Answers 202 with the job; follow it at `Location` (`GET /v1/jobs/:id`, or its events). The job's `ledger` is the sync ledger. `?dryRun=true` fetches and reports what would change (`ledger.preview`) and writes nothing. `?reconcile=true` ends the run with a complete key pull: listings the feed no longer has are hidden (`sourceMissing`), and deleted once missing for `removals.quarantineRuns` key pulls, unless more than `removals.maxRemovedPercent` of the feed would go (then none does). One run of a feed at a time: 409 `feed_run_in_progress` while one is.
          */
         post: operations["runFeed"];
         delete?: never;
@@ -906,7 +906,14 @@ export interface components {
             filter: string | null;
             budget: components["schemas"]["FeedBudget"];
             pageSize: number;
+            removals: components["schemas"]["FeedRemovals"];
+            media: boolean;
+            schedule: components["schemas"]["FeedSchedule"] | null;
+            /** @description When the schedule starts the next run; null: no schedule */
+            nextRunAt: string | null;
             enabled: boolean;
+            /** @description When a complete key pull last reconciled the listings with the feed; null: never */
+            reconciledAt: string | null;
             /** @description Where the next run starts; null: from the beginning */
             cursor: components["schemas"]["FeedCursor"] | null;
             /** @description The job of the latest run */
@@ -982,6 +989,17 @@ export interface components {
             budget: components["schemas"]["FeedBudget"];
             /** @description Records asked per page (`Prefer: odata.maxpagesize`). Default: `200`. */
             pageSize?: number;
+            /**
+             * @default {
+             *       "quarantineRuns": 3,
+             *       "maxRemovedPercent": 5
+             *     }
+             */
+            removals: components["schemas"]["FeedRemovalsWrite"];
+            /** @description Sync the records' photos (`$expand=Media`) into the listings' galleries. Default: `false`. */
+            media?: boolean;
+            /** @description Runs started unattended (the first at once); null: only runs asked for. Default: `null`. */
+            schedule?: components["schemas"]["FeedSchedule"] | null;
             /** @description A disabled feed takes no runs. Default: `true`. */
             enabled?: boolean;
         };
@@ -1004,6 +1022,26 @@ export interface components {
             unchanged: number;
             /** @description Records refused (each in `errors`, the first 1000 listed) */
             failed: number;
+            /** @description Whether the run ends with a complete key pull (removals) */
+            reconcile: boolean;
+            /** @description Keys the complete key pull received; null: no complete key pull */
+            keys: number | null;
+            /** @description Listings the key pull found missing for the first time: hidden from search (`sourceMissing`) */
+            quarantined: number;
+            /** @description Quarantined listings back in the feed: shown again */
+            restored: number;
+            /** @description Listings deleted after missing for `removals.quarantineRuns` key pulls */
+            removed: number;
+            /** @description Photos downloaded (new, or changed at the source) */
+            mediaDownloaded: number;
+            /** @description Photos not downloaded (their timestamps had not moved) or downloaded with bytes we already had */
+            mediaUnchanged: number;
+            /** @description Photos added to galleries */
+            mediaUploaded: number;
+            /** @description Photos the source no longer has, taken out of galleries */
+            mediaRemoved: number;
+            /** @description Photo downloads that failed: the photo we have stays; retried next run */
+            mediaFailed: number;
             /** @description Requests made to the source, retries and token requests included */
             requests: number;
             /** @description Requests repeated after a 429 or 503 (after its Retry-After) */
@@ -1045,7 +1083,32 @@ export interface components {
             filter?: string | null;
             budget?: components["schemas"]["FeedBudget"];
             pageSize?: number;
+            removals?: components["schemas"]["FeedRemovalsWrite"];
+            media?: boolean;
+            schedule?: components["schemas"]["FeedSchedule"] | null;
             enabled?: boolean;
+        };
+        FeedRemovals: {
+            /**
+             * @description A listing missing from the feed is hidden (`sourceMissing`) and deleted once this many key reconciliations in a row found it missing
+             * @default 3
+             */
+            quarantineRuns: number;
+            /**
+             * @description A reconciliation that would take out more than this share of the feed's listings takes out none
+             * @default 5
+             */
+            maxRemovedPercent: number;
+        };
+        FeedRemovalsWrite: {
+            /** @description A listing missing from the feed is hidden (`sourceMissing`) and deleted once this many key reconciliations in a row found it missing. Default: `3`. */
+            quarantineRuns?: number;
+            /** @description A reconciliation that would take out more than this share of the feed's listings takes out none. Default: `5`. */
+            maxRemovedPercent?: number;
+        };
+        FeedSchedule: {
+            /** @description A run starts this many minutes after the previous one started */
+            everyMinutes: number;
         };
         Job: {
             id: string;
@@ -1444,6 +1507,7 @@ export interface components {
          *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
          *       },
          *       "listedAt": "2026-05-04T15:30:00.000Z",
+         *       "sourceMissing": null,
          *       "version": 3,
          *       "createdAt": "2026-05-04T15:30:00.000Z",
          *       "updatedAt": "2026-05-04T15:31:12.000Z"
@@ -1513,6 +1577,16 @@ export interface components {
                 photosChangedAt: string | null;
             };
             listedAt: string | null;
+            /** @description Set while the feed that syncs the listing no longer has it: hidden from search, deleted after `removals.quarantineRuns` reconciliations */
+            sourceMissing?: {
+                feedId: string;
+                /** @description When a key reconciliation first found it missing from the feed */
+                since: string;
+                /** @description Key reconciliations in a row that found it missing */
+                runs: number;
+                /** @description The run that last found it missing */
+                runId: string;
+            } | null;
             version: number;
             createdAt: string;
             updatedAt: string;
@@ -1675,6 +1749,16 @@ export interface components {
                 photosChangedAt: string | null;
             };
             listedAt: string | null;
+            /** @description Set while the feed that syncs the listing no longer has it: hidden from search, deleted after `removals.quarantineRuns` reconciliations */
+            sourceMissing?: {
+                feedId: string;
+                /** @description When a key reconciliation first found it missing from the feed */
+                since: string;
+                /** @description Key reconciliations in a row that found it missing */
+                runs: number;
+                /** @description The run that last found it missing */
+                runId: string;
+            } | null;
             version: number;
             createdAt: string;
             updatedAt: string;
@@ -3421,6 +3505,7 @@ export interface operations {
                      *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
                      *       },
                      *       "listedAt": "2026-05-04T15:30:00.000Z",
+                     *       "sourceMissing": null,
                      *       "version": 3,
                      *       "createdAt": "2026-05-04T15:30:00.000Z",
                      *       "updatedAt": "2026-05-04T15:31:12.000Z"
@@ -3651,6 +3736,7 @@ export interface operations {
                      *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
                      *       },
                      *       "listedAt": "2026-05-04T15:30:00.000Z",
+                     *       "sourceMissing": null,
                      *       "version": 3,
                      *       "createdAt": "2026-05-04T15:30:00.000Z",
                      *       "updatedAt": "2026-05-04T15:31:12.000Z"
@@ -4036,6 +4122,7 @@ export interface operations {
                      *         "photosChangedAt": "2026-05-04T15:31:12.000Z"
                      *       },
                      *       "listedAt": "2026-05-04T15:30:00.000Z",
+                     *       "sourceMissing": null,
                      *       "version": 3,
                      *       "createdAt": "2026-05-04T15:30:00.000Z",
                      *       "updatedAt": "2026-05-04T15:31:12.000Z"
@@ -5494,6 +5581,8 @@ export interface operations {
             query?: {
                 /** @description `true`: fetch and report what would change, write nothing (not even the cursor) */
                 dryRun?: "true" | "false";
+                /** @description `true`: after the changes, pull every key the feed has (`$select=ListingKey`) and quarantine or delete the listings it no longer has */
+                reconcile?: "true" | "false";
             };
             header?: {
                 /**

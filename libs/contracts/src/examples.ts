@@ -146,6 +146,7 @@ export const examples = {
       photosChangedAt: '2026-05-04T15:31:12.000Z',
     },
     listedAt: at,
+    sourceMissing: null,
     version: 3,
     createdAt: at,
     updatedAt: '2026-05-04T15:31:12.000Z',

@@ -45,6 +45,39 @@ export const feedBudget = z
   .meta({ id: 'FeedBudget' });
 export type FeedBudget = z.infer<typeof feedBudget>;
 
+export const feedRemovals = z
+  .strictObject({
+    quarantineRuns: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .default(3)
+      .describe(
+        'A listing missing from the feed is hidden (`sourceMissing`) and deleted once this many key reconciliations in a row found it missing',
+      ),
+    maxRemovedPercent: z
+      .number()
+      .min(0)
+      .max(100)
+      .default(5)
+      .describe("A reconciliation that would take out more than this share of the feed's listings takes out none"),
+  })
+  .meta({ id: 'FeedRemovals' });
+export type FeedRemovals = z.infer<typeof feedRemovals>;
+
+export const feedSchedule = z
+  .strictObject({
+    everyMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 60)
+      .describe('A run starts this many minutes after the previous one started'),
+  })
+  .meta({ id: 'FeedSchedule' });
+export type FeedSchedule = z.infer<typeof feedSchedule>;
+
 const feedName = z.string().trim().min(1).max(100);
 const feedFilter = z
   .string()
@@ -77,6 +110,15 @@ export const feedCreate = z
       .max(1000)
       .default(200)
       .describe('Records asked per page (`Prefer: odata.maxpagesize`)'),
+    removals: feedRemovals.default({ quarantineRuns: 3, maxRemovedPercent: 5 }),
+    media: z
+      .boolean()
+      .default(false)
+      .describe("Sync the records' photos (`$expand=Media`) into the listings' galleries"),
+    schedule: feedSchedule
+      .nullable()
+      .default(null)
+      .describe('Runs started unattended (the first at once); null: only runs asked for'),
     enabled: z.boolean().default(true).describe('A disabled feed takes no runs'),
   })
   .meta({ id: 'FeedCreate', examples: [examples.feedCreate] });
@@ -91,6 +133,9 @@ export const feedPatch = z
     filter: feedFilter.nullable().optional(),
     budget: feedBudget.optional(),
     pageSize: z.number().int().min(1).max(1000).optional(),
+    removals: feedRemovals.optional(),
+    media: z.boolean().optional(),
+    schedule: feedSchedule.nullable().optional(),
     enabled: z.boolean().optional(),
   })
   .meta({ id: 'FeedPatch', examples: [examples.feedPatch] });
@@ -117,7 +162,15 @@ export const feed = z
     filter: z.string().nullable(),
     budget: feedBudget,
     pageSize: z.number().int(),
+    removals: feedRemovals,
+    media: z.boolean(),
+    schedule: feedSchedule.nullable(),
+    nextRunAt: z.string().nullable().describe('When the schedule starts the next run; null: no schedule'),
     enabled: z.boolean(),
+    reconciledAt: z
+      .string()
+      .nullable()
+      .describe('When a complete key pull last reconciled the listings with the feed; null: never'),
     cursor: feedCursor.nullable().describe('Where the next run starts; null: from the beginning'),
     lastRunId: z.string().nullable().describe('The job of the latest run'),
     version: z.number().int(),
@@ -135,6 +188,11 @@ export const feedRunQuery = z.strictObject({
   dryRun: single(z.enum(['true', 'false']).default('false'))
     .transform((v) => v === 'true')
     .describe('`true`: fetch and report what would change, write nothing (not even the cursor)'),
+  reconcile: single(z.enum(['true', 'false']).default('false'))
+    .transform((v) => v === 'true')
+    .describe(
+      '`true`: after the changes, pull every key the feed has (`$select=ListingKey`) and quarantine or delete the listings it no longer has',
+    ),
 });
 export type FeedRunQuery = z.infer<typeof feedRunQuery>;
 
@@ -157,6 +215,22 @@ export const feedLedger = z
     updated: z.number().int(),
     unchanged: z.number().int().describe('Records whose mapped fields had not changed: not written'),
     failed: z.number().int().describe('Records refused (each in `errors`, the first 1000 listed)'),
+    reconcile: z.boolean().describe('Whether the run ends with a complete key pull (removals)'),
+    keys: z.number().int().nullable().describe('Keys the complete key pull received; null: no complete key pull'),
+    quarantined: z
+      .number()
+      .int()
+      .describe('Listings the key pull found missing for the first time: hidden from search (`sourceMissing`)'),
+    restored: z.number().int().describe('Quarantined listings back in the feed: shown again'),
+    removed: z.number().int().describe('Listings deleted after missing for `removals.quarantineRuns` key pulls'),
+    mediaDownloaded: z.number().int().describe('Photos downloaded (new, or changed at the source)'),
+    mediaUnchanged: z
+      .number()
+      .int()
+      .describe('Photos not downloaded (their timestamps had not moved) or downloaded with bytes we already had'),
+    mediaUploaded: z.number().int().describe('Photos added to galleries'),
+    mediaRemoved: z.number().int().describe('Photos the source no longer has, taken out of galleries'),
+    mediaFailed: z.number().int().describe('Photo downloads that failed: the photo we have stays; retried next run'),
     requests: z.number().int().describe('Requests made to the source, retries and token requests included'),
     retries: z.number().int().describe('Requests repeated after a 429 or 503 (after its Retry-After)'),
     restarts: z.number().int().describe('Walks restarted from the cursor after an expired or refused nextLink'),

@@ -192,6 +192,18 @@ export const listing = z
     }),
     media: listingMedia,
     listedAt: z.string().nullable(),
+    sourceMissing: z
+      .object({
+        feedId: z.string(),
+        since: z.string().describe('When a key reconciliation first found it missing from the feed'),
+        runs: z.number().int().describe('Key reconciliations in a row that found it missing'),
+        runId: z.string().describe('The run that last found it missing'),
+      })
+      .nullable()
+      .optional()
+      .describe(
+        'Set while the feed that syncs the listing no longer has it: hidden from search, deleted after `removals.quarantineRuns` reconciliations',
+      ),
     version: z.number().int(),
     createdAt: z.string(),
     updatedAt: z.string(),

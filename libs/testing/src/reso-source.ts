@@ -14,6 +14,13 @@ export interface SourceFaults {
   unavailable?: number;
   /** Every page answers no records. */
   empty?: boolean;
+  /**
+   * A complete key pull (`$select=ListingKey`) breaks: `page` answers 500 to its second page, `nextLink` answers its
+   * nextLinks 400 (expired).
+   */
+  keyPull?: 'page' | 'nextLink';
+  /** Photo paths (under `/photos/`) answered 403, as an expired signed URL is. */
+  expiredPhotos?: Set<string>;
 }
 
 /**
@@ -29,6 +36,11 @@ export class ResoTestSource {
   readonly requests: string[] = [];
   /** When each request arrived (ms since the epoch), in order. */
   readonly times: number[] = [];
+  /** Photos served without credentials at `${photoBase}/<name>` (a record's `Media[].MediaURL` points here). */
+  readonly photos = new Map<string, Buffer>();
+  /** Photo downloads, by name, in order. */
+  readonly downloads: string[] = [];
+  photoBase = '';
   private nextLinksUsed = 0;
   private server?: Server;
   url = '';
@@ -42,6 +54,17 @@ export class ResoTestSource {
         res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(body));
       };
+      if (url.pathname.startsWith('/photos/')) {
+        const name = url.pathname.slice('/photos/'.length);
+        this.downloads.push(name);
+        const bytes = this.photos.get(name);
+        if (this.faults.expiredPhotos?.has(name) || !bytes) {
+          res.writeHead(bytes ? 403 : 404);
+          return res.end();
+        }
+        res.writeHead(200, { 'content-type': 'image/jpeg' });
+        return res.end(bytes);
+      }
       if (req.headers.authorization !== 'Bearer source-token')
         return send(401, { error: { code: '401', message: 'no' } });
       if (this.faults.tooManyRequests) {
@@ -54,6 +77,11 @@ export class ResoTestSource {
       }
       if (!url.pathname.endsWith('/Property')) return send(404, { error: { code: '404', message: 'no resource' } });
       const token = url.searchParams.get('$skiptoken');
+      const select = url.searchParams.get('$select');
+      if (select !== null && token !== null && this.faults.keyPull === 'page')
+        return send(500, { error: { code: '500', message: 'the key pull broke' } });
+      if (select !== null && token !== null && this.faults.keyPull === 'nextLink')
+        return send(400, { error: { code: '400', message: 'the nextLink expired' } });
       if (token !== null) {
         this.nextLinksUsed++;
         if (this.faults.nextLinksValidFor !== undefined && this.nextLinksUsed > this.faults.nextLinksValidFor)
@@ -62,8 +90,17 @@ export class ResoTestSource {
       const size = Number(/odata\.maxpagesize=(\d+)/.exec(String(req.headers.prefer ?? ''))?.[1] ?? 100);
       const after = token ? (JSON.parse(Buffer.from(token, 'base64url').toString()) as [string, string]) : undefined;
       const rows = this.faults.empty ? [] : this.select(url.searchParams.get('$filter') ?? '', after);
-      const page = rows.slice(0, size);
-      const last = page[page.length - 1];
+      const fields = select?.split(',').map((f) => f.trim());
+      const expand = url.searchParams.get('$expand') === 'Media';
+      const page = rows
+        .slice(0, size)
+        .map((r) => (fields ? (Object.fromEntries(fields.map((f) => [f, r[f]])) as SourceRecord) : r))
+        .map((r) => {
+          if (expand) return { ...r, Media: r.Media ?? [] };
+          const { Media: _media, ...rest } = r;
+          return rest;
+        });
+      const last = rows.slice(0, size)[page.length - 1];
       const next = new URL(url.toString());
       if (last)
         next.searchParams.set(
@@ -78,6 +115,7 @@ export class ResoTestSource {
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/odata`;
+    this.photoBase = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/photos`;
     return this;
   }
 
@@ -92,6 +130,7 @@ export class ResoTestSource {
   private select(filter: string, after: [string, string] | undefined): SourceRecord[] {
     const time = (s: string) => Date.parse(s);
     const ge = /ModificationTimestamp ge (\S+)/.exec(filter);
+    const one = /^ListingKey eq '((?:[^']|'')*)'$/.exec(filter);
     const keyset =
       /\(ModificationTimestamp gt (\S+) or \(ModificationTimestamp eq \S+ and ListingKey gt '((?:[^']|'')*)'\)\)/.exec(
         filter,
@@ -99,6 +138,7 @@ export class ResoTestSource {
     const beyond = (r: SourceRecord, t: string, k: string) =>
       time(r.ModificationTimestamp) > time(t) || (time(r.ModificationTimestamp) === time(t) && r.ListingKey > k);
     return [...this.records.values()]
+      .filter((r) => !one || r.ListingKey === one[1].replace(/''/g, "'"))
       .filter((r) => !ge || time(r.ModificationTimestamp) >= time(ge[1]))
       .filter((r) => !keyset || beyond(r, keyset[1], keyset[2].replace(/''/g, "'")))
       .filter((r) => !after || beyond(r, after[0], after[1]))

@@ -13,7 +13,8 @@ import { ReindexService, type ReindexReport } from './reindex.service';
 import { BULK_JOBS_COLLECTION, BulkJobRepository } from './repositories/bulk-job.repository';
 import { ListingIndexRepository } from './repositories/listing-index.repository';
 import { LISTINGS_COLLECTION, ListingRepository } from './repositories/listing.repository';
-import type { MediaReader } from './clients/media.client';
+import type { MediaReader, MediaWriter } from './clients/media.client';
+import { FeedPhotosRepository } from './repositories/feed-photos.repository';
 import { ResoService } from './reso.service';
 import { SearchService } from './search.service';
 import { BulkWorker } from './workers/bulk.worker';
@@ -41,6 +42,8 @@ export interface ListingsDeps {
   requeueUnfinishedJobs: boolean;
   /** The media of listings, for the RESO Web API (over HTTP when distributed, a direct call embedded); none without it. */
   media?: MediaReader;
+  /** Galleries feeds write their photos to, as uploads do (embedded: a direct call); feeds sync no photos without it. */
+  mediaWriter?: MediaWriter;
   /** Where clients reach the API (PUBLIC_BASE_URL): RESO links and media URLs are absolute with it. */
   publicBaseUrl?: string;
   /** Feeds: the key their stored credentials are encrypted under, and whether sources may be private hosts. */
@@ -117,6 +120,18 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     feeds: feedRepository,
     secrets: feeds,
     upserts,
+    listings: service,
+    feedListings: listings,
+    schedule: feeds,
+    ...(deps.mediaWriter && deps.media
+      ? {
+          photos: {
+            synced: await FeedPhotosRepository.open(deps.store),
+            writer: deps.mediaWriter,
+            reader: deps.media,
+          },
+        }
+      : {}),
     source,
     bus: deps.bus,
     outbox: relay,

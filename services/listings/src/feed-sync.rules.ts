@@ -1,4 +1,4 @@
-import type { FeedCursor } from '@estate/contracts/feeds';
+import type { FeedCursor, FeedRemovals } from '@estate/contracts/feeds';
 import type { JobState } from '@estate/contracts/jobs';
 
 /**
@@ -15,6 +15,9 @@ export const ERRORS_KEPT = 1000;
 /** Records a dry run lists in its preview. */
 export const PREVIEW_KEPT = 100;
 
+/** Removals of a feed stored before they could be set. */
+export const DEFAULT_REMOVALS: FeedRemovals = { quarantineRuns: 3, maxRemovedPercent: 5 };
+
 const quoted = (text: string): string => `'${text.replace(/'/g, "''")}'`;
 /** An OData DateTimeOffset literal (unquoted), in UTC with milliseconds. */
 const timestamp = (iso: string): string => new Date(iso).toISOString();
@@ -30,7 +33,13 @@ export function walkStart(walk: FeedCursor | undefined, committed: FeedCursor | 
 }
 
 /** The first page's URL of a walk in `ModificationTimestamp,ListingKey` order (later pages follow nextLinks). */
-export function pageUrl(serviceRoot: string, resource: string, start: WalkStart, extraFilter?: string): string {
+export function pageUrl(
+  serviceRoot: string,
+  resource: string,
+  start: WalkStart,
+  extraFilter?: string,
+  expandMedia = false,
+): string {
   const filters: string[] = [];
   if (start.kind === 'after') {
     const t = timestamp(start.cursor.modificationTimestamp);
@@ -41,7 +50,81 @@ export function pageUrl(serviceRoot: string, resource: string, start: WalkStart,
   if (extraFilter) filters.push(`(${extraFilter})`);
   const params = new URLSearchParams({ $orderby: 'ModificationTimestamp,ListingKey' });
   if (filters.length > 0) params.set('$filter', filters.join(' and '));
+  if (expandMedia) params.set('$expand', 'Media');
   return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** The first page of a complete key pull: every key the feed selects, nothing else asked for. */
+export function keysUrl(serviceRoot: string, resource: string, extraFilter?: string): string {
+  const params = new URLSearchParams({ $select: 'ListingKey', $orderby: 'ModificationTimestamp,ListingKey' });
+  if (extraFilter) params.set('$filter', `(${extraFilter})`);
+  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** What a complete key pull found about one listing of the feed. */
+export type Missing = { runs: number; runId: string } | undefined;
+
+/**
+ * The circuit breaker: whether taking out `missing` of the feed's `total` listings stays within the share allowed.
+ * A feed that suddenly answers no keys at all has every listing missing: it trips (unless the share allowed is 100%).
+ */
+export function withinRemovalShare(missing: number, total: number, removals: FeedRemovals): boolean {
+  if (missing === 0) return true;
+  return (missing / total) * 100 <= removals.maxRemovedPercent;
+}
+
+/**
+ * What a reconciliation does to a listing its feed no longer has: quarantined the first time; counted again by
+ * each later reconciliation (not twice by one run resumed); deleted by the `quarantineRuns`-th in a row, never by
+ * the one that first finds it missing.
+ */
+export function missingAction(
+  current: Missing,
+  runId: string,
+  removals: FeedRemovals,
+): { action: 'quarantine' } | { action: 'count'; runs: number } | { action: 'remove' } | { action: 'none' } {
+  if (!current) return { action: 'quarantine' };
+  if (current.runId === runId) return { action: 'none' };
+  const runs = current.runs + 1;
+  return runs >= removals.quarantineRuns ? { action: 'remove' } : { action: 'count', runs };
+}
+
+/** One record again, with its media (fresh MediaURLs): `$filter=ListingKey eq 'k'&$expand=Media`. */
+export function recordUrl(serviceRoot: string, resource: string, listingKey: string): string {
+  const params = new URLSearchParams({ $filter: `ListingKey eq ${quoted(listingKey)}`, $expand: 'Media' });
+  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** A source Media record as the sync reads it. */
+export interface SourcePhoto {
+  key: string;
+  url: string;
+  order: number;
+  preferred: boolean;
+  caption?: string;
+  modified?: string;
+}
+
+/**
+ * The photos of a record's expanded `Media`, in display order (`PreferredPhotoYN` first, then `Order`); tours and
+ * other categories, and entries without a key or URL, left out. Undefined when the record carries no `Media`.
+ */
+export function sourcePhotos(record: Record<string, unknown>): SourcePhoto[] | undefined {
+  if (!Array.isArray(record.Media)) return undefined;
+  const photos: SourcePhoto[] = [];
+  for (const [i, m] of (record.Media as Array<Record<string, unknown>>).entries()) {
+    if (!m || typeof m.MediaKey !== 'string' || typeof m.MediaURL !== 'string') continue;
+    if (m.MediaCategory !== undefined && m.MediaCategory !== null && m.MediaCategory !== 'Photo') continue;
+    photos.push({
+      key: m.MediaKey,
+      url: m.MediaURL,
+      order: typeof m.Order === 'number' ? m.Order : i,
+      preferred: m.PreferredPhotoYN === true,
+      ...(typeof m.ShortDescription === 'string' && m.ShortDescription ? { caption: m.ShortDescription } : {}),
+      ...(typeof m.MediaModificationTimestamp === 'string' ? { modified: m.MediaModificationTimestamp } : {}),
+    });
+  }
+  return photos.sort((a, b) => Number(b.preferred) - Number(a.preferred) || a.order - b.order);
 }
 
 /** `(ModificationTimestamp, ListingKey)` order. */

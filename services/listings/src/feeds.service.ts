@@ -2,6 +2,7 @@ import type { Identity } from '@estate/contracts/accounts';
 import type { Feed, FeedCreate, FeedListQuery, FeedPatch } from '@estate/contracts/feeds';
 import type { Job } from '@estate/contracts/jobs';
 import type { FeedLedger } from '@estate/contracts/feeds';
+import { DEFAULT_REMOVALS } from './feed-sync.rules';
 import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
@@ -12,6 +13,9 @@ import { toJob } from './repositories/bulk-job.repository';
 import type { FeedDoc, FeedRepository } from './repositories/feed.repository';
 
 const ADMIN_ONLY = ['admin'] as const;
+const ENDED: readonly string[] = ['succeeded', 'partially_failed', 'failed'];
+/** Scheduled runs end with a complete key pull at most this often (SPEC §14: at most once a day). */
+const RECONCILE_EVERY_MS = 24 * 60 * 60 * 1000;
 
 /** How the listings service derives the key of feeds' stored credentials from its secret key. */
 export const FEED_SECRETS_KEY = { salt: 'estate-listings', info: 'feed source credentials' } as const;
@@ -37,7 +41,12 @@ export function toFeed(doc: FeedDoc): Feed {
     filter: doc.filter ?? null,
     budget: doc.budget,
     pageSize: doc.pageSize,
+    removals: doc.removals ?? DEFAULT_REMOVALS,
+    media: doc.media ?? false,
+    schedule: doc.schedule ?? null,
+    nextRunAt: doc.schedule ? (doc.nextRunAt ?? null) : null,
     enabled: doc.enabled,
+    reconciledAt: doc.reconciledAt ?? null,
     cursor: doc.cursor ?? null,
     lastRunId: doc.lastRunId ?? null,
     version: doc.version,
@@ -47,9 +56,10 @@ export function toFeed(doc: FeedDoc): Feed {
 }
 
 /** A new run's ledger, starting from the feed's committed cursor. */
-export function openLedger(feed: FeedDoc, dryRun: boolean): FeedLedger {
+export function openLedger(feed: FeedDoc, dryRun: boolean, reconcile = false): FeedLedger {
   return {
     dryRun,
+    reconcile,
     cursorBefore: feed.cursor ?? null,
     cursorAfter: feed.cursor ?? null,
     fetched: 0,
@@ -57,6 +67,15 @@ export function openLedger(feed: FeedDoc, dryRun: boolean): FeedLedger {
     updated: 0,
     unchanged: 0,
     failed: 0,
+    keys: null,
+    quarantined: 0,
+    restored: 0,
+    removed: 0,
+    mediaDownloaded: 0,
+    mediaUnchanged: 0,
+    mediaUploaded: 0,
+    mediaRemoved: 0,
+    mediaFailed: 0,
     requests: 0,
     retries: 0,
     restarts: 0,
@@ -97,6 +116,9 @@ export class FeedsService {
       ...(input.filter ? { filter: input.filter } : {}),
       budget: input.budget,
       pageSize: input.pageSize,
+      removals: input.removals,
+      media: input.media,
+      ...(input.schedule ? { schedule: input.schedule, nextRunAt: now } : {}),
       enabled: input.enabled,
       createdBy: { keyId: who.keyId, role: who.role },
       version: 1,
@@ -130,9 +152,16 @@ export class FeedsService {
           $set: { updatedAt: this.deps.clock().toISOString() },
           $unset: {},
         };
-        for (const key of ['name', 'serviceRoot', 'budget', 'pageSize', 'enabled'] as const)
+        for (const key of ['name', 'serviceRoot', 'budget', 'pageSize', 'removals', 'media', 'enabled'] as const)
           if (patch[key] !== undefined) update.$set[key] = patch[key];
         if (patch.auth) update.$set.auth = this.sealed(patch.auth);
+        if (patch.schedule === null) {
+          update.$unset.schedule = true;
+          update.$unset.nextRunAt = true;
+        } else if (patch.schedule !== undefined) {
+          update.$set.schedule = patch.schedule;
+          update.$set.nextRunAt = this.deps.clock().toISOString();
+        }
         if (patch.filter === null) update.$unset.filter = true;
         else if (patch.filter !== undefined) update.$set.filter = patch.filter;
         // Another source or another selection: the position in the old one means nothing there.
@@ -157,12 +186,46 @@ export class FeedsService {
   }
 
   /** Queues a run (a `feed_sync` job); one run of a feed at a time. */
-  async startRun(ctx: RequestContext, id: string, dryRun: boolean): Promise<Job> {
-    assertRole(ctx.who, ADMIN_ONLY, 'run feeds');
+  /**
+   * Starts the scheduled runs that are due (every replica's run worker asks at each poll): the replica that moves a
+   * feed's `nextRunAt` starts its run, and the feed's one run at a time holds across replicas. A scheduled run ends
+   * with a key reconciliation when the last one is a day old. How many were started.
+   */
+  async startDue(limit = 10): Promise<number> {
+    const now = this.deps.clock();
+    let started = 0;
+    for (const feed of await this.deps.feeds.due(now, limit)) {
+      const next = new Date(now.getTime() + feed.schedule!.everyMinutes * 60_000).toISOString();
+      if (!(await this.deps.feeds.claimSchedule(feed.id, feed.nextRunAt!, next))) continue;
+      const reconcile = !feed.reconciledAt || now.getTime() - Date.parse(feed.reconciledAt) >= RECONCILE_EVERY_MS;
+      const who = { accountId: feed.accountId, keyId: feed.createdBy.keyId, role: feed.createdBy.role, agentId: null };
+      try {
+        await this.startRun({ who } as RequestContext, feed.id, { dryRun: false, reconcile }, true);
+        started++;
+      } catch (err) {
+        // A run asked for by hand is going: this due time is skipped; the next one comes.
+        if (!(err instanceof AppError && err.code === 'feed_run_in_progress')) throw err;
+      }
+    }
+    return started;
+  }
+
+  /** Queues a run (a `feed_sync` job); one run of a feed at a time. `scheduled`: started by the feed's schedule. */
+  async startRun(
+    ctx: RequestContext,
+    id: string,
+    options: { dryRun: boolean; reconcile?: boolean },
+    scheduled = false,
+  ): Promise<Job> {
+    if (!scheduled) assertRole(ctx.who, ADMIN_ONLY, 'run feeds');
     const feed = await this.owned(ctx.who, id);
     if (!feed.enabled) throw new AppError('feed_disabled', `Feed ${id} is disabled; enable it to run it`);
     const jobId = newId('job');
-    const taken = await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId);
+    let taken = await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId);
+    // The run recorded may have ended without releasing the feed (its process died between the two writes).
+    const stale = !taken && feed.activeRunId ? await this.deps.jobs.load(feed.activeRunId) : undefined;
+    if (!taken && feed.activeRunId && stale && ENDED.includes(stale.state))
+      taken = await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId, feed.activeRunId);
     if (!taken)
       throw new AppError(
         'feed_run_in_progress',
@@ -180,7 +243,7 @@ export class FeedsService {
       results: [],
       errors: [],
       feedId: id,
-      ledger: openLedger(taken, dryRun),
+      ledger: openLedger(taken, options.dryRun, options.reconcile ?? false),
       createdAt: now,
       version: 1,
     };

@@ -122,7 +122,8 @@ export class ListingUpsertService {
         const patch = listingPatch.safeParse(fields);
         if (!patch.success)
           throw validationError(patch.error, [], 'The item is not a valid merge patch of the listing');
-        if (options.record && changedFields(target.listing, patch.data).length === 0)
+        // A quarantined listing whose record is seen again is written (unchanged or not): that shows it again.
+        if (options.record && !target.listing.sourceMissing && changedFields(target.listing, patch.data).length === 0)
           return { id: target.listing.id, action: 'unchanged' };
         const applied = [...target.applied.slice(-(APPLIED_ITEMS_KEPT - 1)), { key, action: 'updated' as const }];
         const saved = await this.deps.writes.writePatch(ctx, target.listing, patch.data, applied);
@@ -142,7 +143,10 @@ export class ListingUpsertService {
     }
     const patch = listingPatch.safeParse(item);
     if (!patch.success) throw validationError(patch.error, [], 'The item is not a valid merge patch of the listing');
-    const fields = changedFields(target.listing, patch.data);
+    const fields = [
+      ...changedFields(target.listing, patch.data),
+      ...(target.listing.sourceMissing ? ['sourceMissing'] : []),
+    ];
     return fields.length === 0
       ? { action: 'unchanged', id: target.listing.id }
       : { action: 'update', id: target.listing.id, fields };

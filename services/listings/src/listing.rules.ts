@@ -37,7 +37,7 @@ export function listedAtFor(
 
 /** The client-writable part of a stored listing: what a merge patch applies to. */
 export function writableView(listing: Listing): Record<string, unknown> {
-  const { id, version, createdAt, updatedAt, media, pricing, ...rest } = listing;
+  const { id, version, createdAt, updatedAt, media, pricing, sourceMissing: _feedOwned, ...rest } = listing;
   const { pricePerArea: _derived, ...writablePricing } = pricing;
   const view: Record<string, unknown> = { ...rest, pricing: writablePricing };
   if (view.listedAt === null) delete view.listedAt;
@@ -66,6 +66,7 @@ export function buildListing(
     location: input.location,
     media: owned.media ?? emptyMediaSummary,
     listedAt: owned.listedAt,
+    sourceMissing: null,
     version: owned.version,
     createdAt: owned.createdAt,
     updatedAt: owned.updatedAt,

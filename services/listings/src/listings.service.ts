@@ -113,6 +113,37 @@ export class ListingsService {
   }
 
   /**
+   * Sets or clears the quarantine mark of a listing its feed no longer has (`sourceMissing`: hidden from search,
+   * shown again when cleared), with its update event; null when the listing moved on. The caller has checked the role.
+   */
+  async writeSourceMissing(
+    ctx: RequestContext,
+    current: Listing,
+    mark: NonNullable<Listing['sourceMissing']> | null,
+  ): Promise<Listing | null> {
+    const now = this.deps.clock().toISOString();
+    const next: Listing = {
+      ...current,
+      sourceMissing: mark,
+      version: current.version + 1,
+      updatedAt: now,
+    };
+    const event = outboxEntry(
+      'listings.listing.updated',
+      { accountId: ctx.who.accountId, listingId: current.id, version: next.version, occurredAt: now, listing: next },
+      ctx.requestId,
+    );
+    const saved = await this.inStep(
+      (unit) => this.deps.listings.setSourceMissing(unit, ctx.who.accountId, next, current.version, event),
+      async (done) => {
+        if (done) await this.deps.search.upsert([{ accountId: ctx.who.accountId, listing: done }], { visible: true });
+      },
+      false,
+    );
+    return saved;
+  }
+
+  /**
    * Inserts a new listing under `id` with its creation event; a taken id or feed key throws
    * DuplicateKeyError. `applied` records the bulk item it belongs to; `answered`: the client waits for this write
    * (not a bulk item), so it is searchable when it returns. The caller has checked the role.

@@ -226,6 +226,141 @@ function feedSuite(openStore: OpenStore) {
     expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().cursor).toEqual(first.ledger!.cursorAfter);
   });
 
+  /** A listing as GET /v1/listings/:id answers it, by its feed key. */
+  const byKey = async (key: string) => {
+    const listings = await opened.store.collection<{ id: string; externalId?: string; _deleted?: boolean }>('listings');
+    const doc = await listings.findOne({ externalId: key });
+    if (!doc || doc._deleted) return null;
+    const res = await call(alice, 'GET', `/v1/listings/${doc.id}`);
+    return res.statusCode === 200 ? (res.json() as { id: string; version: number; sourceMissing?: unknown }) : null;
+  };
+  /** The feed keys search shows, once the index has caught up with the events. */
+  const searchable = async () => {
+    await h.runtime.relay.flush();
+    return (await synced()).map((l) => l.externalId).sort();
+  };
+  const keys = (...ns: number[]) => ns.map((n) => record(n, 0).ListingKey);
+  const ten = () => [...Array(10).keys()].map((n) => record(n, n));
+
+  it('removals: a listing that left the feed is quarantined by the key pull, shown again when back, deleted after quarantineRuns', async () => {
+    source.put(...ten());
+    const feed = await createFeed({ removals: { quarantineRuns: 2, maxRemovedPercent: 25 } });
+    const first = await run(feed.id);
+    expect(first.ledger).toMatchObject({ created: 10, reconcile: false, keys: null, quarantined: 0 });
+    source.records.delete('K0003');
+    source.records.delete('K0007');
+    // A run without reconcile takes out nothing.
+    expect((await run(feed.id)).ledger).toMatchObject({ quarantined: 0, removed: 0, keys: null });
+
+    const dry = await run(feed.id, '?reconcile=true&dryRun=true');
+    expect(dry.ledger).toMatchObject({ reconcile: true, keys: 8, quarantined: 2, removed: 0 });
+    expect((await byKey('K0003'))!.sourceMissing).toBeNull();
+
+    const quarantine = await run(feed.id, '?reconcile=true');
+    expect(quarantine.state).toBe('succeeded');
+    expect(quarantine.ledger).toMatchObject({ keys: 8, quarantined: 2, restored: 0, removed: 0, stopReason: null });
+    // A key pull asks for keys only.
+    expect(source.requests.filter((r) => r.includes('%24select=ListingKey')).length).toBeGreaterThan(0);
+    expect(await byKey('K0007')).toMatchObject({
+      sourceMissing: { feedId: feed.id, runs: 1, runId: quarantine.id },
+    });
+    await eventually(async () => expect(await searchable()).toEqual(keys(0, 1, 2, 4, 5, 6, 8, 9)), {
+      timeoutMs: 10_000,
+    });
+    expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().reconciledAt).toEqual(expect.any(String));
+
+    // K0003 is back at the source: its record is written again (shown), the next key pull deletes K0007.
+    source.put(record(3, 3));
+    const second = await run(feed.id, '?reconcile=true');
+    expect(second.ledger).toMatchObject({ keys: 9, quarantined: 0, removed: 1 });
+    expect(await byKey('K0007')).toBeNull();
+    expect((await byKey('K0003'))!.sourceMissing).toBeNull();
+    await eventually(async () => expect(await searchable()).toEqual(keys(0, 1, 2, 3, 4, 5, 6, 8, 9)), {
+      timeoutMs: 10_000,
+    });
+  });
+
+  it('removals: a feed that suddenly answers nothing trips the circuit breaker and removes nothing', async () => {
+    source.put(...ten());
+    const feed = await createFeed();
+    await run(feed.id);
+    source.faults = { empty: true };
+    const job = await run(feed.id, '?reconcile=true');
+    expect(job.state).toBe('failed');
+    expect(job.ledger).toMatchObject({ keys: 0, quarantined: 0, removed: 0 });
+    expect(job.ledger!.stopReason).toMatch(/10 of the feed's 10 listings missing .*maxRemovedPercent/);
+    // One of ten gone is 10%, over the default 5%: nothing either.
+    source.faults = {};
+    source.records.delete('K0004');
+    const one = await run(feed.id, '?reconcile=true');
+    expect(one.ledger).toMatchObject({ keys: 9, quarantined: 0, removed: 0 });
+    expect(one.ledger!.stopReason).toMatch(/maxRemovedPercent \(5%\)/);
+    for (const key of keys(...[...Array(10).keys()])) expect((await byKey(key))!.sourceMissing).toBeNull();
+    expect(await searchable()).toEqual(keys(...[...Array(10).keys()]));
+  });
+
+  it('removals: an incomplete key pull (a failed page, an expired nextLink, a spent budget) quarantines nothing', async () => {
+    source.put(...ten());
+    const feed = await createFeed({ removals: { quarantineRuns: 1, maxRemovedPercent: 100 } });
+    await run(feed.id);
+    source.records.delete('K0001');
+    source.records.delete('K0008');
+    for (const fault of ['page', 'nextLink'] as const) {
+      source.faults = { keyPull: fault };
+      const job = await run(feed.id, '?reconcile=true');
+      expect({ fault, state: job.state }).toEqual({ fault, state: 'partially_failed' });
+      expect(job.ledger).toMatchObject({ keys: null, quarantined: 0, removed: 0 });
+      expect(job.ledger!.stopReason).toMatch(/key pull did not reach the end .*nothing was quarantined or removed/);
+    }
+    // The walk of the changes takes three requests (eight records, pages of three), the key pull three more: a budget
+    // that allows the walk and one key page stops the pull.
+    source.faults = {};
+    const used = source.requests.length;
+    const patched = await call(alice, 'PATCH', `/v1/feeds/${feed.id}`, {
+      budget: { requestsPerSecond: 100, requestsPerHour: used + 4 },
+    });
+    expect(patched.statusCode).toBe(200);
+    const spent = await run(feed.id, '?reconcile=true');
+    expect(spent.ledger).toMatchObject({ keys: null, quarantined: 0, removed: 0, requests: 4 });
+    expect(spent.ledger!.stopReason).toMatch(/key pull did not reach the end .*budget/);
+    expect((await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json().reconciledAt).toBeNull();
+    for (const key of keys(1, 8)) expect((await byKey(key))!.sourceMissing).toBeNull();
+    expect(await searchable()).toEqual(keys(...[...Array(10).keys()]));
+  });
+
+  it('a schedule starts runs unattended, one at a time across replicas, the first with a key reconciliation', async () => {
+    source.put(...ten());
+    // A second replica on the same store: its runner polls for due feeds too.
+    const replica = await ListingsHarness.start({ store: opened.store, start: false });
+    replica.runtime.feedRuns.start();
+    try {
+      const feed = await createFeed({ schedule: { everyMinutes: 60 } });
+      const created = (await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json();
+      expect(created).toMatchObject({ schedule: { everyMinutes: 60 }, nextRunAt: expect.any(String) });
+      const runs = await eventually(
+        async () => {
+          const page = (await call(alice, 'GET', `/v1/feeds/${feed.id}/runs`)).json() as { items: Job[] };
+          if (page.items.length === 0 || !FINAL.includes(page.items[0].state)) throw new Error('no run ended yet');
+          return page.items;
+        },
+        { timeoutMs: 20_000, intervalMs: 50 },
+      );
+      // Both replicas polled the due feed; one started it.
+      await h.runtime.feedRuns.idle();
+      await replica.runtime.feedRuns.idle();
+      expect((await call(alice, 'GET', `/v1/feeds/${feed.id}/runs`)).json().total).toBe(1);
+      expect(runs[0]).toMatchObject({ state: 'succeeded', ledger: { created: 10, reconcile: true, keys: 10 } });
+      const after = (await call(alice, 'GET', `/v1/feeds/${feed.id}`)).json();
+      expect(Date.parse(after.nextRunAt) - Date.parse(created.nextRunAt)).toBeGreaterThanOrEqual(60 * 60_000);
+      expect(after.reconciledAt).toEqual(expect.any(String));
+      // No schedule: no next run.
+      const unscheduled = await call(alice, 'PATCH', `/v1/feeds/${feed.id}`, { schedule: null });
+      expect(unscheduled.json()).toMatchObject({ schedule: null, nextRunAt: null });
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('refuses plain http, private and loopback sources (422) unless private sources are allowed', async () => {
     await h.close();
     h = await ListingsHarness.start({ store: opened.store, allowPrivateSources: false });

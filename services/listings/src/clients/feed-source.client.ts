@@ -91,6 +91,43 @@ export class FeedSourceClient {
     });
   }
 
+  /**
+   * A photo's bytes (a MediaURL: often another host than the service root, so no credentials are sent), at most
+   * `limit` bytes; the status when it is not 200.
+   */
+  download(url: string, limit: number): Promise<{ status: number; bytes?: Buffer }> {
+    const refusal = urlRefusal(url, this.options.allowPrivateSources);
+    if (refusal) return Promise.reject(new SourceUnreachable(`${url} ${refusal}`));
+    const target = new URL(url);
+    const secure = target.protocol === 'https:';
+    return new Promise((resolve, reject) => {
+      const req = (secure ? https : http).request(
+        target,
+        { agent: secure ? this.agents.https : this.agents.http, lookup: this.lookup, timeout: TIMEOUT_MS },
+        (res) => {
+          if (res.statusCode !== 200) {
+            res.resume();
+            return resolve({ status: res.statusCode ?? 0 });
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > limit) req.destroy(new SourceUnreachable(`the photo at ${target.host} is over ${limit} bytes`));
+            else chunks.push(chunk);
+          });
+          res.on('end', () => resolve({ status: 200, bytes: Buffer.concat(chunks) }));
+          res.on('error', (err) => reject(new SourceUnreachable(`${target.host}: ${err.message}`, { cause: err })));
+        },
+      );
+      req.on('timeout', () => req.destroy(new SourceUnreachable(`${target.host} did not answer in time`)));
+      req.on('error', (err) =>
+        reject(err instanceof SourceUnreachable ? err : new SourceUnreachable(`${target.host}: ${err.message}`)),
+      );
+      req.end();
+    });
+  }
+
   close(): void {
     this.agents.http.destroy();
     this.agents.https.destroy();

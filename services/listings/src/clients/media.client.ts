@@ -1,6 +1,6 @@
 import type { Identity } from '@estate/contracts/accounts';
 import { mediaPage, type Media } from '@estate/contracts/media';
-import { signRequest } from '@estate/platform/auth';
+import { signRequest, type RequestContext } from '@estate/platform/auth';
 import { AppError, DependencyUnavailable } from '@estate/platform/errors';
 
 /**
@@ -62,4 +62,17 @@ export class MediaClient implements MediaReader {
       throw new AppError('bad_gateway', `The media service answered ${res.status}`, { cause: body });
     return parsed.data.items;
   }
+}
+
+/**
+ * Photos written to the galleries of listings the way an upload writes them (feed sync). Embedded: direct calls to
+ * the media service's upload session and gallery; not composed in the distributed profile yet.
+ */
+export interface MediaWriter {
+  /** Adds one image to the listing's gallery as a one-file upload does; the new media's id. */
+  addPhoto(ctx: RequestContext, listingId: string, photo: { bytes: Buffer; caption?: string }): Promise<string>;
+  /** Takes a media item out of the gallery (one already gone is fine). */
+  removeMedia(ctx: RequestContext, listingId: string, mediaId: string): Promise<void>;
+  /** Puts the gallery in this order (every media id of the listing, each once). */
+  reorder(ctx: RequestContext, listingId: string, mediaIds: string[]): Promise<void>;
 }

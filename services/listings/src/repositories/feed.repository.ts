@@ -1,5 +1,5 @@
 import type { Role } from '@estate/contracts/accounts';
-import type { FeedBudget, FeedCursor } from '@estate/contracts/feeds';
+import type { FeedBudget, FeedCursor, FeedRemovals, FeedSchedule } from '@estate/contracts/feeds';
 import { decodeCursor } from '@estate/platform/pagination';
 import { keyset, pageOf, type DocumentCollection, type DocumentStore, type Update } from '@estate/store';
 
@@ -19,7 +19,16 @@ export interface FeedDoc {
   filter?: string;
   budget: FeedBudget;
   pageSize: number;
+  /** Absent on feeds stored before removals: the defaults (DEFAULT_REMOVALS). */
+  removals?: FeedRemovals;
+  /** Sync the records' photos. */
+  media?: boolean;
+  schedule?: FeedSchedule;
+  /** When the schedule starts the next run (moved by the replica that starts it: one per due time). */
+  nextRunAt?: string;
   enabled: boolean;
+  /** When a complete key pull last reconciled the feed's listings. */
+  reconciledAt?: string;
   /** Where the next run starts (committed with each page a run applies). */
   cursor?: FeedCursor;
   lastRunId?: string;
@@ -41,7 +50,10 @@ export class FeedRepository {
 
   static async open(store: DocumentStore): Promise<FeedRepository> {
     return new FeedRepository(
-      await store.collection<FeedDoc>(FEEDS_COLLECTION, [{ fields: { accountId: 1, createdAt: 1 } }]),
+      await store.collection<FeedDoc>(FEEDS_COLLECTION, [
+        { fields: { accountId: 1, createdAt: 1 } },
+        { fields: { nextRunAt: 1 } },
+      ]),
     );
   }
 
@@ -80,12 +92,28 @@ export class FeedRepository {
     return this.collection.deleteOne({ id, accountId, activeRunId: { $exists: false } });
   }
 
-  /** Makes `runId` the feed's run in progress; null when another run holds it. */
-  takeRun(accountId: string, id: string, runId: string): Promise<FeedDoc | null> {
+  /**
+   * Makes `runId` the feed's run in progress; null when another run holds it. `replacing`: a run that has ended
+   * without releasing the feed, taken over only if it is still the one recorded.
+   */
+  takeRun(accountId: string, id: string, runId: string, replacing?: string): Promise<FeedDoc | null> {
     return this.collection.updateOne(
-      { id, accountId, activeRunId: { $exists: false } },
+      { id, accountId, activeRunId: replacing ?? { $exists: false } },
       { $set: { activeRunId: runId, lastRunId: runId } },
     );
+  }
+
+  /** Enabled feeds whose scheduled run is due and that have no run in progress. */
+  due(now: Date, limit: number): Promise<FeedDoc[]> {
+    return this.collection.find(
+      { enabled: true, nextRunAt: { $lte: now.toISOString() }, activeRunId: { $exists: false } },
+      { sort: { nextRunAt: 1 }, limit },
+    );
+  }
+
+  /** Moves a due feed's next run time if it is still `dueAt`: the replica that moves it starts the run. */
+  async claimSchedule(id: string, dueAt: string, next: string): Promise<boolean> {
+    return (await this.collection.updateOne({ id, nextRunAt: dueAt }, { $set: { nextRunAt: next } })) !== null;
   }
 
   async releaseRun(id: string, runId: string): Promise<void> {
@@ -96,12 +124,16 @@ export class FeedRepository {
   async commit(
     id: string,
     runId: string,
-    change: { cursor?: FeedCursor; usage?: Array<{ minute: number; count: number }> },
+    change: { cursor?: FeedCursor; usage?: Array<{ minute: number; count: number }>; reconciledAt?: string },
   ): Promise<boolean> {
     const saved = await this.collection.updateOne(
       { id, activeRunId: runId },
       {
-        $set: { ...(change.usage ? { usage: change.usage } : {}), ...(change.cursor ? { cursor: change.cursor } : {}) },
+        $set: {
+          ...(change.usage ? { usage: change.usage } : {}),
+          ...(change.cursor ? { cursor: change.cursor } : {}),
+          ...(change.reconciledAt ? { reconciledAt: change.reconciledAt } : {}),
+        },
       },
     );
     return saved !== null;

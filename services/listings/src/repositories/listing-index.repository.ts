@@ -30,8 +30,16 @@ export class ListingIndexRepository {
     return this.index.open();
   }
 
-  upsert(listings: readonly IndexedListing[], options?: IndexWrite): Promise<void> {
-    return this.index.upsert(listings, options);
+  /** Indexes the listings; one its feed no longer has (`sourceMissing`) is taken out of the index instead. */
+  async upsert(listings: readonly IndexedListing[], options?: IndexWrite): Promise<void> {
+    const shown = listings.filter((l) => !l.listing.sourceMissing);
+    const hidden = listings.filter((l) => l.listing.sourceMissing);
+    if (shown.length > 0 || hidden.length === 0) await this.index.upsert(shown, options);
+    if (hidden.length > 0)
+      await this.index.remove(
+        hidden.map((l) => ({ id: l.listing.id, version: l.listing.version })),
+        options,
+      );
   }
 
   remove(removals: readonly ListingRemoval[], options?: IndexWrite): Promise<void> {
@@ -53,7 +61,7 @@ export class ListingIndexRepository {
 
   /** Builds a fresh index from `read` and swaps it in. */
   replaceAll(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
-    return this.index.replaceAll(read);
+    return this.index.replaceAll(() => shownOnly(read()));
   }
 
   /** Every listing held, as id and version, in id order and batches. */
@@ -67,5 +75,13 @@ export class ListingIndexRepository {
 
   close(): Promise<void> {
     return this.index.close();
+  }
+}
+
+/** The listings search shows: not those their feed no longer has. */
+async function* shownOnly(batches: AsyncIterable<readonly IndexedListing[]>): AsyncIterable<readonly IndexedListing[]> {
+  for await (const batch of batches) {
+    const shown = batch.filter((l) => !l.listing.sourceMissing);
+    if (shown.length > 0) yield shown;
   }
 }

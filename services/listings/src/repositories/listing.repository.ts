@@ -45,13 +45,15 @@ const FIELDS_REPLACED_ON_UPDATE = [
   'propertyDetails',
   'location',
   'listedAt',
+  // A write of the listing's fields (its feed's record seen again, or an edit) shows a quarantined listing again.
+  'sourceMissing',
 ] as const;
 
 function toListing(doc: ListingDoc): Listing {
   const { accountId, externalKey, _applied, _mediaRevision, ...rest } = withoutOutbox(doc);
   // Stored before the media summary had photosChangedAt: null until the photos next change (decision 0105).
   const media = rest.media ? { ...rest.media, photosChangedAt: rest.media.photosChangedAt ?? null } : rest.media;
-  return { ...rest, media, listedAt: rest.listedAt ?? null } as Listing;
+  return { ...rest, media, listedAt: rest.listedAt ?? null, sourceMissing: rest.sourceMissing ?? null } as Listing;
 }
 
 export class ListingRepository {
@@ -133,6 +135,48 @@ export class ListingRepository {
       [event],
     );
     return doc ? toListing(doc) : null;
+  }
+
+  /**
+   * Sets (or, with `next.sourceMissing` absent, clears) the feed quarantine mark if the stored version is still
+   * `expectedVersion`, with its update event; null otherwise.
+   */
+  async setSourceMissing(
+    unit: Unit,
+    accountId: string,
+    next: Listing,
+    expectedVersion: number,
+    event: OutboxEntry,
+  ): Promise<Listing | null> {
+    const change = next.sourceMissing
+      ? { $set: { sourceMissing: next.sourceMissing, version: next.version, updatedAt: next.updatedAt } }
+      : { $set: { version: next.version, updatedAt: next.updatedAt }, $unset: { sourceMissing: true as const } };
+    const doc = await unit.update(
+      this.collection,
+      { id: next.id, accountId, version: expectedVersion, ...notDeleted },
+      change,
+      [event],
+    );
+    return doc ? toListing(doc) : null;
+  }
+
+  /**
+   * The account's listings of one feed source, in feed key order and batches (a range of the unique feed key's
+   * index: `accountId|source|externalId`).
+   */
+  async *ofSource(accountId: string, source: string, batchSize = 1000): AsyncIterable<Listing[]> {
+    const prefix = `${accountId}|${source}|`;
+    const end = `${accountId}|${source}}`; // '}' sorts right after '|'
+    let after: string | undefined;
+    for (;;) {
+      const docs = await this.collection.find(
+        { externalKey: { $gt: after ?? prefix, $lt: end }, ...notDeleted },
+        { sort: { externalKey: 1 }, limit: batchSize },
+      );
+      if (docs.length === 0) return;
+      yield docs.map(toListing);
+      after = docs[docs.length - 1].externalKey;
+    }
   }
 
   /** Removes the listing with its event (where it must outlive the write, a tombstone that frees its feed key). */

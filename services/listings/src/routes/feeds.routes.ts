@@ -108,7 +108,10 @@ export async function feedRoutes(app: FastifyInstance, { feeds }: { feeds: Feeds
         summary: 'Run a feed now, as a tracked `feed_sync` job',
         description:
           "Answers 202 with the job; follow it at `Location` (`GET /v1/jobs/:id`, or its events). The job's `ledger` is the " +
-          'sync ledger. `?dryRun=true` fetches and reports what would change (`ledger.preview`) and writes nothing. One run ' +
+          'sync ledger. `?dryRun=true` fetches and reports what would change (`ledger.preview`) and writes nothing. ' +
+          '`?reconcile=true` ends the run with a complete key pull: listings the feed no longer has are hidden ' +
+          '(`sourceMissing`), and deleted once missing for `removals.quarantineRuns` key pulls, unless more than ' +
+          '`removals.maxRemovedPercent` of the feed would go (then none does). One run ' +
           'of a feed at a time: 409 `feed_run_in_progress` while one is.',
         params: idParams,
         querystring: feedRunQuery,
@@ -116,7 +119,7 @@ export async function feedRoutes(app: FastifyInstance, { feeds }: { feeds: Feeds
       },
     },
     async (request, reply) => {
-      const run = await feeds.startRun(requestContext(request), request.params.id, request.query.dryRun);
+      const run = await feeds.startRun(requestContext(request), request.params.id, request.query);
       return reply.code(202).header('location', `/v1/jobs/${run.id}`).send(run);
     },
   );

@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FeedLedger } from '@estate/contracts/feeds';
+import type { Listing } from '@estate/contracts/listings';
 import { jobProgressSubject, type JobItemError } from '@estate/contracts/jobs';
 import type { Bus, OutboxRelay } from '@estate/bus';
 import type { RequestContext } from '@estate/platform/auth';
@@ -13,18 +14,30 @@ import type { FeedSourceClient, SourceAnswer } from '../clients/feed-source.clie
 import { SourceUnreachable } from '../clients/feed-source.client';
 import {
   countRequest,
+  DEFAULT_REMOVALS,
   ERRORS_KEPT,
+  keysUrl,
   laterCursor,
   MAX_RETRIES,
+  missingAction,
   MAX_RETRY_AFTER_MS,
   pageUrl,
   PREVIEW_KEPT,
+  recordUrl,
+  sourcePhotos,
+  type SourcePhoto,
   retryAfterMs,
   runState,
   walkStart,
   withinHourlyBudget,
+  withinRemovalShare,
   type Usage,
 } from '../feed-sync.rules';
+import type { ListingsService } from '../listings.service';
+import type { ListingRepository } from '../repositories/listing.repository';
+import type { MediaReader, MediaWriter } from '../clients/media.client';
+import type { FeedPhotosDoc, FeedPhotosRepository, SyncedPhoto } from '../repositories/feed-photos.repository';
+import { MAX_IMAGE_BYTES } from '@estate/contracts/media';
 import type { FeedsService } from '../feeds.service';
 import type { ListingUpsertService } from '../listing-upsert.service';
 import type { BulkJobDoc, BulkJobRepository } from '../repositories/bulk-job.repository';
@@ -35,6 +48,12 @@ export interface FeedRunWorkerDeps {
   feeds: FeedRepository;
   secrets: Pick<FeedsService, 'secretOf'>;
   upserts: Pick<ListingUpsertService, 'upsertRecord' | 'preview'>;
+  /** Quarantine and removal of listings their feed no longer has. */
+  listings: Pick<ListingsService, 'get' | 'writeSourceMissing' | 'remove'>;
+  /** The account's listings of one feed source, for the key reconciliation. */
+  feedListings: Pick<ListingRepository, 'ofSource'>;
+  /** Feeds with `media`: what was synced of each listing's photos, and the galleries they go to (none: no photos). */
+  photos?: { synced: FeedPhotosRepository; writer: MediaWriter; reader: MediaReader };
   source: FeedSourceClient;
   bus: Bus;
   outbox?: Pick<OutboxRelay, 'kick'>;
@@ -49,6 +68,8 @@ export interface FeedRunWorkerDeps {
   leaseMs?: number;
   /** How often open runs nobody holds are looked for (a run queued here is taken at once). */
   pollMs?: number;
+  /** Starts the scheduled runs that are due (every poll). */
+  schedule?: { startDue(): Promise<number> };
   /** Waits (Retry-After, the per-second budget); tests may shorten them. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -57,6 +78,8 @@ const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_POLL_MS = 2000;
 /** Runs one process takes at once. */
 const RUNS_AT_ONCE = 2;
+/** Listings whose photos a run fetches again (failed downloads, interrupted syncs) before its walk. */
+const PENDING_PHOTOS_PER_RUN = 100;
 
 /** The walk has to start again from the position it reached (its nextLink expired or was refused). */
 class WalkBroken extends Error {}
@@ -139,6 +162,7 @@ export class FeedRunWorker {
   }
 
   private async poll(): Promise<void> {
+    await this.deps.schedule?.startDue();
     if (this.active.size >= RUNS_AT_ONCE) return;
     const open = await this.deps.jobs.claimableRuns(this.deps.clock(), RUNS_AT_ONCE);
     for (const candidate of open) {
@@ -200,6 +224,7 @@ export class FeedRunWorker {
     );
     try {
       await this.walk(state);
+      if (state.job.ledger!.reconcile) await this.reconcile(state);
       await this.end(state.job, { stopReason: null, sourceFailed: false }, started, log, state.usage);
     } catch (err) {
       if (err instanceof RunHandedBack) {
@@ -229,11 +254,14 @@ export class FeedRunWorker {
   /** Walks from where the run stands to the end of the feed, restarting from the position when a nextLink breaks. */
   private async walk(state: Running): Promise<void> {
     const { feed } = state;
+    const media = this.syncsPhotos(state);
+    if (media) await this.retryPhotos(state);
     let url = pageUrl(
       feed.serviceRoot,
       feed.resource,
       walkStart(state.job.walk, state.job.ledger!.cursorBefore),
       feed.filter,
+      media,
     );
     let following = false;
     for (;;) {
@@ -249,6 +277,7 @@ export class FeedRunWorker {
           feed.resource,
           walkStart(state.job.walk, state.job.ledger!.cursorBefore),
           feed.filter,
+          media,
         );
         following = false;
         continue;
@@ -263,6 +292,235 @@ export class FeedRunWorker {
       url = new URL(next, url).toString();
       following = true;
     }
+  }
+
+  /**
+   * The complete key pull and what follows from it: every key the feed selects, then each of the account's
+   * listings of this source that the pull did not return is quarantined, counted again or deleted
+   * (`missingAction`), and each quarantined one it did return is shown again. Nothing is quarantined or deleted
+   * unless the pull reached the end of the feed (a failed page, a spent budget, an expired nextLink all stop it), nor
+   * when more than `maxRemovedPercent` of the feed's listings are missing.
+   */
+  private async reconcile(state: Running): Promise<void> {
+    const { feed } = state;
+    const ledger = state.job.ledger!;
+    const removals = feed.removals ?? DEFAULT_REMOVALS;
+    const keys = new Set<string>();
+    let url = keysUrl(feed.serviceRoot, feed.resource, feed.filter);
+    let following = false;
+    try {
+      for (;;) {
+        if (this.stopping || state.leaseLost) throw new RunHandedBack();
+        const answer = await this.fetchPage(state, url, following);
+        const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown };
+        if (!Array.isArray(body.value)) throw new RunStopped('a page without a `value` list', true);
+        for (const r of body.value as Array<{ ListingKey?: unknown }>)
+          if (r && typeof r.ListingKey === 'string') keys.add(r.ListingKey);
+        const next = body['@odata.nextLink'];
+        if (typeof next !== 'string' || body.value.length === 0) break;
+        url = new URL(next, url).toString();
+        following = true;
+      }
+    } catch (err) {
+      if (err instanceof RunHandedBack) throw err;
+      const why =
+        err instanceof WalkBroken
+          ? 'a nextLink expired'
+          : err instanceof RunStopped
+            ? err.reason
+            : err instanceof SourceUnreachable
+              ? err.message
+              : 'it failed (see the logs)';
+      if (!(err instanceof WalkBroken || err instanceof RunStopped || err instanceof SourceUnreachable)) throw err;
+      throw new RunStopped(
+        `the key pull did not reach the end of the feed (${why}): nothing was quarantined or removed`,
+        !(err instanceof RunStopped) || err.sourceFailed,
+      );
+    }
+    ledger.keys = keys.size;
+
+    // Which of the feed's listings the pull did not return, and which quarantined ones are back.
+    let total = 0;
+    const missing: string[] = [];
+    const back: string[] = [];
+    for await (const batch of this.deps.feedListings.ofSource(state.ctx.who.accountId, feed.originatingSystemName)) {
+      for (const listing of batch) {
+        total++;
+        if (!listing.externalId || !keys.has(listing.externalId)) missing.push(listing.id);
+        else if (listing.sourceMissing) back.push(listing.id);
+      }
+    }
+    const tripped = !withinRemovalShare(missing.length, total, removals);
+    const now = this.deps.clock().toISOString();
+    for (const id of back) {
+      this.stillHeld(state);
+      if (ledger.dryRun) ledger.restored++;
+      else if (await this.mark(state, id, () => null)) ledger.restored++;
+    }
+    if (!tripped)
+      for (const id of missing) {
+        this.stillHeld(state);
+        const listing = await this.deps.listings.get(state.ctx.who, id).catch(() => null);
+        if (!listing) continue;
+        const step = missingAction(listing.sourceMissing ?? undefined, state.job.id, removals);
+        if (step.action === 'none') continue;
+        if (ledger.dryRun) {
+          if (step.action === 'remove') ledger.removed++;
+          else if (step.action === 'quarantine') ledger.quarantined++;
+          continue;
+        }
+        if (step.action === 'remove') {
+          const gone = await this.deps.listings.remove(state.ctx, id).then(
+            () => true,
+            (err: unknown) => {
+              if (err instanceof AppError && err.status < 500) return false;
+              throw err;
+            },
+          );
+          if (gone) ledger.removed++;
+          continue;
+        }
+        const mark = await this.mark(state, id, (current) =>
+          step.action === 'quarantine'
+            ? { feedId: feed.id, since: now, runs: 1, runId: state.job.id }
+            : { ...current.sourceMissing!, runs: step.runs, runId: state.job.id },
+        );
+        if (mark && step.action === 'quarantine') ledger.quarantined++;
+      }
+    if (!ledger.dryRun) await this.deps.feeds.commit(feed.id, state.job.id, { reconciledAt: now, usage: state.usage });
+    if (tripped)
+      throw new RunStopped(
+        `the key pull found ${missing.length} of the feed's ${total} listings missing (${((missing.length / total) * 100).toFixed(1)}%), ` +
+          `more than removals.maxRemovedPercent (${removals.maxRemovedPercent}%): nothing was quarantined or removed`,
+        true,
+      );
+  }
+
+  /** Sets or clears a listing's quarantine mark, re-read at each attempt; whether it was written. */
+  private async mark(
+    state: Running,
+    id: string,
+    next: (current: Listing) => NonNullable<Listing['sourceMissing']> | null,
+  ): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = await this.deps.listings.get(state.ctx.who, id).catch(() => null);
+      if (!current) return false;
+      if (await this.deps.listings.writeSourceMissing(state.ctx, current, next(current))) return true;
+    }
+    return false;
+  }
+
+  private syncsPhotos(state: Running): boolean {
+    return !!state.feed.media && !!this.deps.photos && !state.job.ledger!.dryRun;
+  }
+
+  /** Listings whose photo sync failed or was interrupted: their media fetched again (fresh MediaURLs) and synced. */
+  private async retryPhotos(state: Running): Promise<void> {
+    const pending = await this.deps.photos!.synced.pending(state.feed.id, PENDING_PHOTOS_PER_RUN);
+    for (const doc of pending) {
+      this.stillHeld(state);
+      const answer = await this.fetchPage(
+        state,
+        recordUrl(state.feed.serviceRoot, state.feed.resource, doc.listingKey),
+        false,
+      );
+      const record = (answer.body as { value?: Array<Record<string, unknown>> }).value?.[0];
+      const photos = record ? sourcePhotos(record) : undefined;
+      // Gone from the feed: removals decide about the listing; its photos stay as they are.
+      if (!record || !photos) continue;
+      const changedAt = typeof record.PhotosChangeTimestamp === 'string' ? record.PhotosChangeTimestamp : undefined;
+      await this.syncPhotos(state, doc.id, photos, changedAt);
+    }
+  }
+
+  /**
+   * Brings a listing's gallery in step with the source's photos: a photo whose MediaModificationTimestamp did not
+   * move is not downloaded; one downloaded with bytes the listing already has (same SHA-256) is not uploaded again;
+   * a failed download keeps the photo we have and leaves the listing pending for the next run; photos the source
+   * dropped are taken out; the gallery follows the source's order, its preferred photo first.
+   */
+  private async syncPhotos(state: Running, listingId: string, photos: SourcePhoto[], changedAt?: string) {
+    const { synced, writer, reader } = this.deps.photos!;
+    const ledger = state.job.ledger!;
+    const doc = await synced.get(listingId);
+    const before = doc?.items ?? [];
+    const items: SyncedPhoto[] = [];
+    let failed = false;
+    for (const photo of photos) {
+      const previous = before.find((p) => p.key === photo.key);
+      if (previous && photo.modified && previous.modified === photo.modified) {
+        ledger.mediaUnchanged++;
+        items.push(previous);
+        continue;
+      }
+      const got = await this.deps.source.download(photo.url, MAX_IMAGE_BYTES).catch(() => ({ status: 0 }));
+      if (got.status !== 200 || !('bytes' in got) || !got.bytes) {
+        // An expired or refused URL, or the host away: what we have stays; the next run fetches fresh URLs.
+        failed = true;
+        ledger.mediaFailed++;
+        if (previous) items.push(previous);
+        continue;
+      }
+      ledger.mediaDownloaded++;
+      const sha256 = createHash('sha256').update(got.bytes).digest('hex');
+      const same = [...items, ...before].find((p) => p.sha256 === sha256);
+      if (same) {
+        ledger.mediaUnchanged++;
+        items.push({
+          key: photo.key,
+          mediaId: same.mediaId,
+          sha256,
+          ...(photo.modified ? { modified: photo.modified } : {}),
+        });
+        continue;
+      }
+      try {
+        const mediaId = await writer.addPhoto(state.ctx, listingId, {
+          bytes: got.bytes,
+          ...(photo.caption ? { caption: photo.caption } : {}),
+        });
+        ledger.mediaUploaded++;
+        items.push({ key: photo.key, mediaId, sha256, ...(photo.modified ? { modified: photo.modified } : {}) });
+      } catch (err) {
+        if (!(err instanceof AppError) || err.status >= 500) throw err;
+        // Refused by the media service (not an image, the gallery full): that photo's error, the rest goes on.
+        ledger.mediaFailed++;
+        if (previous) items.push(previous);
+      }
+    }
+    const kept = new Set(items.map((p) => p.mediaId));
+    for (const gone of new Set(before.map((p) => p.mediaId).filter((id) => !kept.has(id)))) {
+      await writer.removeMedia(state.ctx, listingId, gone);
+      ledger.mediaRemoved++;
+    }
+    const order = [...new Set(items.map((p) => p.mediaId))];
+    if (order.length > 1) {
+      const gallery = (await reader.forListings(state.ctx.who, [listingId], state.ctx.requestId))[listingId] ?? [];
+      const current = gallery.map((m) => m.id);
+      const wanted = [...order.filter((id) => current.includes(id)), ...current.filter((id) => !kept.has(id))];
+      if (wanted.length === current.length && wanted.some((id, i) => id !== current[i]))
+        await writer.reorder(state.ctx, listingId, wanted);
+    }
+    const next: FeedPhotosDoc = {
+      id: listingId,
+      accountId: state.job.accountId,
+      feedId: state.feed.id,
+      listingKey: doc?.listingKey ?? '',
+      ...(failed
+        ? doc?.photosChangedAt
+          ? { photosChangedAt: doc.photosChangedAt }
+          : {}
+        : changedAt
+          ? { photosChangedAt: changedAt }
+          : {}),
+      pending: failed,
+      items,
+    };
+    await synced.save(next);
+  }
+
+  private stillHeld(state: Running): void {
+    if (this.stopping || state.leaseLost) throw new RunHandedBack();
   }
 
   /** One page's request, within the budget, with 429/503 retried after their Retry-After. */
@@ -353,7 +611,9 @@ export class FeedRunWorker {
     const ledger: FeedLedger = structuredClone(job.ledger!);
     const errors: JobItemError[] = [...job.errors];
     let walk = job.walk;
+    const photoWork: Array<{ listingId: string; key: string; photos: SourcePhoto[]; changedAt?: string }> = [];
     const apply = async () => {
+      photoWork.length = 0;
       for (const [offset, record] of records.entries()) {
         const index = job.progress.processed + offset;
         ledger.fetched++;
@@ -395,6 +655,27 @@ export class FeedRunWorker {
           } else {
             const done = await this.deps.upserts.upsertRecord(state.ctx, item, { jobId: job.id, index });
             ledger[done.action]++;
+            const photos = this.syncsPhotos(state) ? sourcePhotos(record) : undefined;
+            if (photos) {
+              const changedAt =
+                typeof record.PhotosChangeTimestamp === 'string' ? record.PhotosChangeTimestamp : undefined;
+              const synced = await this.deps.photos!.synced.get(done.id);
+              if (synced && !synced.pending && changedAt && synced.photosChangedAt === changedAt)
+                ledger.mediaUnchanged += synced.items.length;
+              else {
+                // Recorded with the page: a sync the process does not finish is taken up by the next run.
+                await this.deps.photos!.synced.save({
+                  id: done.id,
+                  accountId: job.accountId,
+                  feedId: state.feed.id,
+                  listingKey: key,
+                  ...(synced?.photosChangedAt ? { photosChangedAt: synced.photosChangedAt } : {}),
+                  pending: true,
+                  items: synced?.items ?? [],
+                });
+                photoWork.push({ listingId: done.id, key, photos, ...(changedAt ? { changedAt } : {}) });
+              }
+            }
           }
         } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err;
@@ -429,6 +710,27 @@ export class FeedRunWorker {
       return recorded;
     };
     state.job = await this.deps.commitPage(apply);
+    // Downloads outside the page's transaction, while the page's MediaURLs are fresh.
+    for (const work of photoWork) {
+      this.stillHeld(state);
+      await this.syncPhotos(state, work.listingId, work.photos, work.changedAt);
+    }
+    if (photoWork.length > 0) {
+      const recorded = await this.deps.jobs.recordRun(
+        state.job,
+        this.owner,
+        {
+          progress: state.job.progress,
+          errors: state.job.errors,
+          ledger: state.job.ledger!,
+          ...(state.job.walk ? { walk: state.job.walk } : {}),
+        },
+        this.deps.clock(),
+        this.leaseMs,
+      );
+      if (!recorded) throw new RunHandedBack();
+      state.job = recorded;
+    }
     // A dry run moves no cursor; its requests count against the budget all the same.
     const held = await this.deps.feeds.commit(state.feed.id, job.id, {
       ...(ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {}),
