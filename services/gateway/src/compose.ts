@@ -114,7 +114,7 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
     readiness: urls
       ? Object.fromEntries(Object.entries(urls).map(([name, url]) => [name, () => upstreamReady(name, url)]))
       : undefined,
-    openapiSources: urls ? () => upstreamDocuments(Object.values(urls)) : undefined,
+    openapiSources: urls ? upstreamDocuments(Object.values(urls)) : undefined,
     async start() {
       revocations = deps.bus.listen(API_KEY_REVOKED_SUBJECT, (data) => {
         const event = apiKeyRevoked.safeParse(data);

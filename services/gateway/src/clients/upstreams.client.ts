@@ -166,19 +166,29 @@ export async function proxyToUpstreams(
   }
 }
 
-/** The services' own OpenAPI documents, folded into the gateway's; a service that is down is left out. */
-export async function upstreamDocuments(urls: string[]): Promise<OpenApiDoc[]> {
-  const docs = await Promise.all(
-    urls.map(async (url) => {
-      try {
-        const res = await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(2000) });
-        return res.ok ? ((await res.json()) as OpenApiDoc) : undefined;
-      } catch {
-        return undefined;
-      }
-    }),
-  );
-  return docs.filter((d): d is OpenApiDoc => d !== undefined);
+/** How long a service may take to send its OpenAPI document (large, and not on any hot path). */
+const DOCUMENT_TIMEOUT_MS = 10_000;
+
+/**
+ * The services' own OpenAPI documents, folded into the gateway's, fetched again on each call. A service that does
+ * not answer in time keeps the last document it sent; one never heard from is left out.
+ */
+export function upstreamDocuments(urls: string[]): () => Promise<OpenApiDoc[]> {
+  const lastGood = new Map<string, OpenApiDoc>();
+  return async () => {
+    const docs = await Promise.all(
+      urls.map(async (url) => {
+        try {
+          const res = await fetch(`${url}/openapi.json`, { signal: AbortSignal.timeout(DOCUMENT_TIMEOUT_MS) });
+          if (res.ok) lastGood.set(url, (await res.json()) as OpenApiDoc);
+        } catch {
+          // Down or slow: its last document stands in.
+        }
+        return lastGood.get(url);
+      }),
+    );
+    return docs.filter((d): d is OpenApiDoc => d !== undefined);
+  };
 }
 
 /** Throws unless the service answers its readiness probe. */
