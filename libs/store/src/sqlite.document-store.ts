@@ -73,23 +73,29 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    const [doc] = await this.find(filter, { limit: 1 });
-    return doc ?? null;
+    await this.store.turn();
+    const row = this.read(
+      (q) =>
+        this.store.statement(`SELECT id, doc FROM ${this.table} WHERE ${q.where(filter)} LIMIT 1`).get(...q.params) as
+          Row | undefined,
+    );
+    return row ? toDoc<T>(row) : null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     await this.store.turn();
-    return this.store.read(() => {
-      const { sql, params } = this.select(filter, options);
-      return (this.store.statement(sql).all(...params) as Row[]).map((row) => toDoc<T>(row));
+    const rows = this.read((q) => {
+      const { sql, params } = this.select(q, filter, options);
+      return this.store.statement(sql).all(...params) as Row[];
     });
+    return rows.map((row) => toDoc<T>(row));
   }
 
   /** SQLite's plan for `find(filter, options)`, one line per step (to check that an index is used). */
   async queryPlan(filter: Filter, options: FindOptions = {}): Promise<string[]> {
     await this.store.turn();
-    return this.store.read(() => {
-      const { sql, params } = this.select(filter, options);
+    return this.read((q) => {
+      const { sql, params } = this.select(q, filter, options);
       return (this.store.statement(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
         (r) => r.detail,
       );
@@ -98,8 +104,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
 
   async count(filter: Filter): Promise<number> {
     await this.store.turn();
-    return this.store.read(() => {
-      const q = this.query();
+    return this.read((q) => {
       const sql = `SELECT count(*) AS n FROM ${this.table} WHERE ${q.where(filter)}`;
       return (this.store.statement(sql).get(...q.params) as { n: number }).n;
     });
@@ -159,8 +164,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
     });
   }
 
-  private select(filter: Filter, options: FindOptions): { sql: string; params: unknown[] } {
-    const q = this.query();
+  private select(q: SqlFilter, filter: Filter, options: FindOptions): { sql: string; params: unknown[] } {
     let sql = `SELECT id, doc FROM ${this.table} WHERE ${q.where(filter)}`;
     if (options.sort && Object.keys(options.sort).length > 0) sql += ` ORDER BY ${q.orderBy(options.sort)}`;
     const params: unknown[] = [...q.params];
@@ -169,6 +173,28 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
       params.push(options.limit ?? -1, options.skip ?? 0);
     }
     return { sql, params };
+  }
+
+  /**
+   * Builds a query and runs it. Most need no array probe (the primary key, paths seen holding arrays): they are
+   * one statement, a snapshot of its own. A query that probes runs in a read transaction begun before its first
+   * probe, so that the probes and the query see the same data even when another process writes in between.
+   */
+  private read<R>(body: (q: SqlFilter) => R): R {
+    let endSnapshot: (() => void) | undefined;
+    const q = new SqlFilter({
+      columns: this.columns,
+      holdsArrays: (path) => {
+        if (this.arrayPaths.has(path)) return true;
+        endSnapshot ??= this.store.beginRead();
+        return this.holdsArrays(path);
+      },
+    });
+    try {
+      return body(q);
+    } finally {
+      endSnapshot?.();
+    }
   }
 
   private query(): SqlFilter {
@@ -318,9 +344,16 @@ export class SqliteDocumentStore implements DocumentStore {
     while (this.open && this.context.getStore() !== this.open.token) await this.open.done;
   }
 
-  /** Runs reads in one snapshot (array probes and the query see the same data). */
-  read<R>(body: () => R): R {
-    return this.db.transaction(body).deferred();
+  /**
+   * Begins a read transaction, so that the statements run until its end (the returned function) see one snapshot;
+   * inside an open transaction, that one is the snapshot. Synchronous work only: nothing else runs before the end.
+   */
+  beginRead(): () => void {
+    if (this.db.inTransaction) return () => undefined;
+    this.statement('BEGIN').run();
+    return () => {
+      if (this.db.inTransaction) this.statement('COMMIT').run();
+    };
   }
 
   /** Runs writes holding the write lock from the start, so what they read cannot change before they write. */
