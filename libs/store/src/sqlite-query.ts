@@ -4,8 +4,20 @@ import { isPlainObject } from './pull-matcher';
 /** A double-quoted SQL identifier. */
 export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 
-/** `nested.city` -> `$.nested.city` (segments quoted when they are not plain names). */
+const jsonPaths = new Map<string, string>();
+
+/** `nested.city` -> `$.nested.city` (segments quoted when they are not plain names); remembered, as every query asks again. */
 export function jsonPath(path: string): string {
+  let found = jsonPaths.get(path);
+  if (found === undefined) {
+    found = translatePath(path);
+    if (jsonPaths.size >= 1000) jsonPaths.clear();
+    jsonPaths.set(path, found);
+  }
+  return found;
+}
+
+function translatePath(path: string): string {
   return `$${path
     .split('.')
     .map((part) => {

@@ -18,35 +18,31 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The Idempotency-Key record this request holds, until its answer is kept. */
     idempotencyRecord?: string;
+    /** The request's API key as looked up once (null until the first hook asks). */
+    apiKeyLookup: ApiKeyLookup | null;
   }
 }
 
 /** Headers a replayed answer carries again. */
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control'];
 
-const hashes = new WeakMap<FastifyRequest, string | null>();
-const identities = new WeakMap<FastifyRequest, Promise<Identity | null>>();
-
-/** sha256 of the request's bearer secret (null without one), computed once per request. */
-function keyHashOf(request: FastifyRequest): string | null {
-  let hash = hashes.get(request);
-  if (hash === undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    hash = match ? hashSecret(match[1]) : null;
-    hashes.set(request, hash);
-  }
-  return hash;
+interface ApiKeyLookup {
+  /** sha256 of the bearer secret; null without one. */
+  hash: string | null;
+  /** The live key behind it (null: none, malformed, unknown or revoked). */
+  who: Promise<Identity | null>;
 }
 
-/** The live key behind the request (null: none, malformed, unknown or revoked), looked up once per request. */
-function identityOf(request: FastifyRequest, access: AccessService): Promise<Identity | null> {
-  let who = identities.get(request);
-  if (!who) {
-    const hash = keyHashOf(request);
-    who = hash ? access.authenticateHash(hash) : Promise.resolve(null);
-    identities.set(request, who);
+/** The request's key, hashed and looked up once per request (the rate limit and authentication both ask). */
+function apiKeyOf(request: FastifyRequest, access: AccessService): ApiKeyLookup {
+  let lookup = request.apiKeyLookup;
+  if (!lookup) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    const hash = match ? hashSecret(match[1]) : null;
+    lookup = { hash, who: hash ? access.authenticateHash(hash) : Promise.resolve(null) };
+    request.apiKeyLookup = lookup;
   }
-  return who;
+  return lookup;
 }
 
 /** Limits are per minute. */
@@ -78,7 +74,7 @@ async function rateLimiter(
     enableDraftSpec: true,
     ...(limits.store ? { store: limits.store } : {}),
     keyGenerator: async (request) => {
-      const who = await identityOf(request, access);
+      const who = await apiKeyOf(request, access).who;
       return who ? `key:${who.keyId}` : `ip:${request.ip}`;
     },
     max: (_request, key) => (key.startsWith('key:') ? limits.perKeyPerMinute : limits.anonymousPerMinute),
@@ -111,11 +107,12 @@ function guardApi(
   });
   app.addHook('onRequest', async (request) => {
     if (!isApiRequest(request)) return;
-    const who = await identityOf(request, access);
+    const lookup = apiKeyOf(request, access);
+    const who = await lookup.who;
     if (!who) {
       throw new AppError(
         'unauthorized',
-        keyHashOf(request) ? 'The API key is not valid or was revoked' : 'Send `Authorization: Bearer <api key>`',
+        lookup.hash ? 'The API key is not valid or was revoked' : 'Send `Authorization: Bearer <api key>`',
       );
     }
     request.identity = who;
@@ -173,6 +170,7 @@ export async function installEdge(
   app: FastifyInstance,
   options: { access: AccessService; idempotency: IdempotencyService; rateLimits: EdgeRateLimits },
 ): Promise<void> {
+  if (!app.hasRequestDecorator('apiKeyLookup')) app.decorateRequest('apiKeyLookup', null);
   // Only the gateway says where a client reached it (its proxy sets the header anew): a client's own is dropped.
   app.addHook('onRequest', async (request) => {
     delete request.headers[ORIGIN_HEADER];
