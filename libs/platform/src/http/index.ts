@@ -249,19 +249,22 @@ export async function createHttpApp(options: HttpAppOptions): Promise<FastifyIns
   app.setSerializerCompiler(responseSerializerCompiler);
   decorateIdentity(app);
   // First of all hooks: every answer, whatever refuses the request, carries the request id, and no browser
-  // guesses another type than the one it declares.
-  app.addHook('onRequest', async (request, reply) => {
+  // guesses another type than the one it declares. Hooks on every request that do not wait for anything take
+  // Fastify's callback form: no promises per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
+    done();
   });
   installErrorHandling(app);
   if (options.publicBaseUrl) absoluteFileUrls(app, options.publicBaseUrl);
   // Once the caller is known (the onRequest authentication hooks have run), every line logged for the request
   // names its account and API key (the key's id, never its secret).
   // The request's logger is its own (see childLoggerFactory): its bindings grow in place, no second child per request.
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     const who = request.identity;
     if (who) (request.log as Logger).setBindings({ accountId: who.accountId, keyId: who.keyId });
+    done();
   });
 
   if (options.openapi) {

@@ -119,15 +119,15 @@ function guardApi(
   });
 }
 
-/** `Idempotency-Key` on an authenticated POST (see IdempotencyService). */
+/**
+ * `Idempotency-Key` on an authenticated POST (see IdempotencyService). The hooks run on every request but wait for
+ * something only on those: Fastify's callback form, so that the others cost no promise.
+ */
 function keepIdempotentAnswers(app: FastifyInstance, idempotency: IdempotencyService): void {
-  app.addHook('preHandler', async (request, reply) => {
-    const key = request.headers['idempotency-key'];
-    if (request.method !== 'POST' || key === undefined || !request.identity) return;
-    // Uploads are not covered: the proxy reads them only to sign their digest.
-    if (request.headers['content-type']?.startsWith('multipart/')) return;
+  /** Holds the key for this request, or answers with the kept answer (true). */
+  const holdOrReplay = async (request: FastifyRequest, reply: FastifyReply, key: unknown, keyId: string) => {
     const outcome = await idempotency.begin({
-      keyId: request.identity.keyId,
+      keyId,
       method: request.method,
       path: request.url.split('?')[0],
       key,
@@ -135,33 +135,48 @@ function keepIdempotentAnswers(app: FastifyInstance, idempotency: IdempotencySer
     });
     if ('record' in outcome) {
       request.idempotencyRecord = outcome.record;
-      return;
+      return false;
     }
     for (const [name, value] of Object.entries(outcome.replay.headers)) reply.header(name, value);
     reply.header('idempotent-replayed', 'true');
-    return reply
+    reply
       .code(outcome.replay.status)
       .serializer((p: unknown) => p as string)
       .send(outcome.replay.body);
-  });
+    return true;
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    const record = request.idempotencyRecord;
-    if (!record) return payload;
-    request.idempotencyRecord = undefined;
+  const keep = async (record: string, reply: FastifyReply, payload: unknown): Promise<void> => {
     const cacheable =
       reply.statusCode >= 200 && reply.statusCode < 300 && (typeof payload === 'string' || Buffer.isBuffer(payload));
-    if (!cacheable) {
-      await idempotency.finish(record, null);
-      return payload;
-    }
+    if (!cacheable) return idempotency.finish(record, null);
     const headers: Record<string, string> = {};
     for (const name of REPLAYED_HEADERS) {
       const v = reply.getHeader(name);
       if (v !== undefined) headers[name] = String(v);
     }
-    await idempotency.finish(record, { status: reply.statusCode, headers, body: keptBody(payload.toString()) });
-    return payload;
+    await idempotency.finish(record, { status: reply.statusCode, headers, body: keptBody(String(payload)) });
+  };
+
+  app.addHook('preHandler', (request, reply, done) => {
+    const key = request.headers['idempotency-key'];
+    // Uploads are not covered: the proxy reads them only to sign their digest.
+    if (
+      request.method !== 'POST' ||
+      key === undefined ||
+      !request.identity ||
+      request.headers['content-type']?.startsWith('multipart/')
+    )
+      return done();
+    // A replayed answer is sent from here: the hook then ends without `done`, as Fastify's callback form asks.
+    holdOrReplay(request, reply, key, request.identity.keyId).then((replayed) => replayed || done(), done);
+  });
+
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const record = request.idempotencyRecord;
+    if (!record) return done(null, payload);
+    request.idempotencyRecord = undefined;
+    keep(record, reply, payload).then(() => done(null, payload), done);
   });
 }
 
@@ -172,8 +187,10 @@ export async function installEdge(
 ): Promise<void> {
   if (!app.hasRequestDecorator('apiKeyLookup')) app.decorateRequest('apiKeyLookup', null);
   // Only the gateway says where a client reached it (its proxy sets the header anew): a client's own is dropped.
-  app.addHook('onRequest', async (request) => {
+  // Callback form, as every request runs it: no promise per request.
+  app.addHook('onRequest', (request, _reply, done) => {
     delete request.headers[ORIGIN_HEADER];
+    done();
   });
   guardApi(app, options.access, await rateLimiter(app, options.access, options.rateLimits));
   keepIdempotentAnswers(app, options.idempotency);
