@@ -54,7 +54,8 @@ export interface QueryContext {
 
 type Scalar = string | number | bigint | Buffer | null;
 
-const isOperatorObject = (v: unknown): v is Record<string, unknown> =>
+/** `{ $gt: 1, $lt: 5 }` rather than a value to equal. */
+export const isOperatorObject = (v: unknown): v is Record<string, unknown> =>
   isPlainObject(v) && Object.keys(v).length > 0 && Object.keys(v).every((k) => k.startsWith('$'));
 
 /** How a value is compared in SQL: JSON numbers and strings are SQL numbers and text, booleans blobs, dates ISO text. */

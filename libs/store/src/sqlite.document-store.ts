@@ -13,7 +13,15 @@ import {
   type Update,
 } from './document-store';
 import { applyUpdate } from './sqlite-update';
-import { SqlFilter, arrayColumn, arrayColumnExpr, ident, valueColumn, valueExpr } from './sqlite-query';
+import {
+  SqlFilter,
+  arrayColumn,
+  arrayColumnExpr,
+  ident,
+  isOperatorObject,
+  valueColumn,
+  valueExpr,
+} from './sqlite-query';
 
 type Raw = Record<string, unknown>;
 type Row = { id: string; doc: string };
@@ -74,11 +82,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
 
   async findOne(filter: Filter): Promise<T | null> {
     await this.store.turn();
-    const row = this.read(
-      (q) =>
-        this.store.statement(`SELECT id, doc FROM ${this.table} WHERE ${q.where(filter)} LIMIT 1`).get(...q.params) as
-          Row | undefined,
-    );
+    const row = this.directMatch(filter) ?? this.read((q) => this.first(q.where(filter), q.params));
     return row ? toDoc<T>(row) : null;
   }
 
@@ -195,6 +199,34 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
     } finally {
       endSnapshot?.();
     }
+  }
+
+  /**
+   * The first document found by direct matches alone, when that needs no probe: every path a probe would ask
+   * about is a top-level equality, or known to hold arrays. A document equal to the value is a match whatever
+   * other documents hold (member matches only add documents), so a lookup by a unique key (an API key's hash)
+   * is one statement. Undefined when it found none or would need a probe: `read` answers then.
+   */
+  private directMatch(filter: Filter): Row | undefined {
+    if ('$or' in filter || '$and' in filter) return undefined;
+    let guessed = false;
+    let unsure = false;
+    const q = new SqlFilter({
+      columns: this.columns,
+      holdsArrays: (path) => {
+        if (this.arrayPaths.has(path)) return true;
+        if (isOperatorObject(filter[path])) unsure = true;
+        else guessed = true;
+        return false;
+      },
+    });
+    const where = q.where(filter);
+    return guessed && !unsure ? this.first(where, q.params) : undefined;
+  }
+
+  private first(where: string, params: unknown[]): Row | undefined {
+    return this.store.statement(`SELECT id, doc FROM ${this.table} WHERE ${where} LIMIT 1`).get(...params) as
+      Row | undefined;
   }
 
   private query(): SqlFilter {
