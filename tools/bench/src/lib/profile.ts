@@ -74,7 +74,7 @@ export function topSelfFrames(
       id,
       f.url
         ? `${f.functionName || '(anonymous)'} (${maps.locate(f.url, f.lineNumber, f.columnNumber)})`
-        : f.functionName,
+        : f.functionName || '(native, unnamed)',
     ]),
   );
   const selfUs = new Map<string, number>();
