@@ -82,7 +82,8 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
 
   async findOne(filter: Filter): Promise<T | null> {
     await this.store.turn();
-    const row = this.directMatch(filter) ?? this.read((q) => this.first(q.where(filter), q.params));
+    const found = this.firstWithoutProbe(filter);
+    const row = found === undefined ? this.read((q) => this.first(q.where(filter), q.params)) : found;
     return row ? toDoc<T>(row) : null;
   }
 
@@ -202,12 +203,13 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
   }
 
   /**
-   * The first document found by direct matches alone, when that needs no probe: every path a probe would ask
-   * about is a top-level equality, or known to hold arrays. A document equal to the value is a match whatever
-   * other documents hold (member matches only add documents), so a lookup by a unique key (an API key's hash)
-   * is one statement. Undefined when it found none or would need a probe: `read` answers then.
+   * The first match found without an array probe, in one statement: when no path needs one (the primary key,
+   * paths known to hold arrays), or when the paths that would are top-level equalities, whose direct matches
+   * are matches whatever other documents hold (array members only add matches): a lookup by a unique key (an
+   * API key's hash) is then one statement. Null when there is surely none; undefined when only a probing read
+   * can tell (no direct match, or a path under an operator, `$or` or `$and`).
    */
-  private directMatch(filter: Filter): Row | undefined {
+  private firstWithoutProbe(filter: Filter): Row | null | undefined {
     if ('$or' in filter || '$and' in filter) return undefined;
     let guessed = false;
     let unsure = false;
@@ -221,7 +223,8 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
       },
     });
     const where = q.where(filter);
-    return guessed && !unsure ? this.first(where, q.params) : undefined;
+    if (unsure) return undefined;
+    return this.first(where, q.params) ?? (guessed ? undefined : null);
   }
 
   private first(where: string, params: unknown[]): Row | undefined {
