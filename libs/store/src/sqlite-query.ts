@@ -4,8 +4,20 @@ import { isPlainObject } from './pull-matcher';
 /** A double-quoted SQL identifier. */
 export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 
-/** `nested.city` -> `$.nested.city` (segments quoted when they are not plain names). */
+const jsonPaths = new Map<string, string>();
+
+/** `nested.city` -> `$.nested.city` (segments quoted when they are not plain names); remembered, as every query asks again. */
 export function jsonPath(path: string): string {
+  let found = jsonPaths.get(path);
+  if (found === undefined) {
+    found = translatePath(path);
+    if (jsonPaths.size >= 1000) jsonPaths.clear();
+    jsonPaths.set(path, found);
+  }
+  return found;
+}
+
+function translatePath(path: string): string {
   return `$${path
     .split('.')
     .map((part) => {
@@ -42,7 +54,8 @@ export interface QueryContext {
 
 type Scalar = string | number | bigint | Buffer | null;
 
-const isOperatorObject = (v: unknown): v is Record<string, unknown> =>
+/** `{ $gt: 1, $lt: 5 }` rather than a value to equal. */
+export const isOperatorObject = (v: unknown): v is Record<string, unknown> =>
   isPlainObject(v) && Object.keys(v).length > 0 && Object.keys(v).every((k) => k.startsWith('$'));
 
 /** How a value is compared in SQL: JSON numbers and strings are SQL numbers and text, booleans blobs, dates ISO text. */

@@ -13,7 +13,15 @@ import {
   type Update,
 } from './document-store';
 import { applyUpdate } from './sqlite-update';
-import { SqlFilter, arrayColumn, arrayColumnExpr, ident, valueColumn, valueExpr } from './sqlite-query';
+import {
+  SqlFilter,
+  arrayColumn,
+  arrayColumnExpr,
+  ident,
+  isOperatorObject,
+  valueColumn,
+  valueExpr,
+} from './sqlite-query';
 
 type Raw = Record<string, unknown>;
 type Row = { id: string; doc: string };
@@ -73,23 +81,26 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
   }
 
   async findOne(filter: Filter): Promise<T | null> {
-    const [doc] = await this.find(filter, { limit: 1 });
-    return doc ?? null;
+    await this.store.turn();
+    const found = this.firstWithoutProbe(filter);
+    const row = found === undefined ? this.read((q) => this.first(q.where(filter), q.params)) : found;
+    return row ? toDoc<T>(row) : null;
   }
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     await this.store.turn();
-    return this.store.read(() => {
-      const { sql, params } = this.select(filter, options);
-      return (this.store.statement(sql).all(...params) as Row[]).map((row) => toDoc<T>(row));
+    const rows = this.read((q) => {
+      const { sql, params } = this.select(q, filter, options);
+      return this.store.statement(sql).all(...params) as Row[];
     });
+    return rows.map((row) => toDoc<T>(row));
   }
 
   /** SQLite's plan for `find(filter, options)`, one line per step (to check that an index is used). */
   async queryPlan(filter: Filter, options: FindOptions = {}): Promise<string[]> {
     await this.store.turn();
-    return this.store.read(() => {
-      const { sql, params } = this.select(filter, options);
+    return this.read((q) => {
+      const { sql, params } = this.select(q, filter, options);
       return (this.store.statement(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map(
         (r) => r.detail,
       );
@@ -98,8 +109,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
 
   async count(filter: Filter): Promise<number> {
     await this.store.turn();
-    return this.store.read(() => {
-      const q = this.query();
+    return this.read((q) => {
       const sql = `SELECT count(*) AS n FROM ${this.table} WHERE ${q.where(filter)}`;
       return (this.store.statement(sql).get(...q.params) as { n: number }).n;
     });
@@ -159,8 +169,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
     });
   }
 
-  private select(filter: Filter, options: FindOptions): { sql: string; params: unknown[] } {
-    const q = this.query();
+  private select(q: SqlFilter, filter: Filter, options: FindOptions): { sql: string; params: unknown[] } {
     let sql = `SELECT id, doc FROM ${this.table} WHERE ${q.where(filter)}`;
     if (options.sort && Object.keys(options.sort).length > 0) sql += ` ORDER BY ${q.orderBy(options.sort)}`;
     const params: unknown[] = [...q.params];
@@ -169,6 +178,58 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
       params.push(options.limit ?? -1, options.skip ?? 0);
     }
     return { sql, params };
+  }
+
+  /**
+   * Builds a query and runs it. Most need no array probe (the primary key, paths seen holding arrays): they are
+   * one statement, a snapshot of its own. A query that probes runs in a read transaction begun before its first
+   * probe, so that the probes and the query see the same data even when another process writes in between.
+   */
+  private read<R>(body: (q: SqlFilter) => R): R {
+    let endSnapshot: (() => void) | undefined;
+    const q = new SqlFilter({
+      columns: this.columns,
+      holdsArrays: (path) => {
+        if (this.arrayPaths.has(path)) return true;
+        endSnapshot ??= this.store.beginRead();
+        return this.holdsArrays(path);
+      },
+    });
+    try {
+      return body(q);
+    } finally {
+      endSnapshot?.();
+    }
+  }
+
+  /**
+   * The first match found without an array probe, in one statement: when no path needs one (the primary key,
+   * paths known to hold arrays), or when the paths that would are top-level equalities, whose direct matches
+   * are matches whatever other documents hold (array members only add matches): a lookup by a unique key (an
+   * API key's hash) is then one statement. Null when there is surely none; undefined when only a probing read
+   * can tell (no direct match, or a path under an operator, `$or` or `$and`).
+   */
+  private firstWithoutProbe(filter: Filter): Row | null | undefined {
+    if ('$or' in filter || '$and' in filter) return undefined;
+    let guessed = false;
+    let unsure = false;
+    const q = new SqlFilter({
+      columns: this.columns,
+      holdsArrays: (path) => {
+        if (this.arrayPaths.has(path)) return true;
+        if (isOperatorObject(filter[path])) unsure = true;
+        else guessed = true;
+        return false;
+      },
+    });
+    const where = q.where(filter);
+    if (unsure) return undefined;
+    return this.first(where, q.params) ?? (guessed ? undefined : null);
+  }
+
+  private first(where: string, params: unknown[]): Row | undefined {
+    return this.store.statement(`SELECT id, doc FROM ${this.table} WHERE ${where} LIMIT 1`).get(...params) as
+      Row | undefined;
   }
 
   private query(): SqlFilter {
@@ -318,9 +379,16 @@ export class SqliteDocumentStore implements DocumentStore {
     while (this.open && this.context.getStore() !== this.open.token) await this.open.done;
   }
 
-  /** Runs reads in one snapshot (array probes and the query see the same data). */
-  read<R>(body: () => R): R {
-    return this.db.transaction(body).deferred();
+  /**
+   * Begins a read transaction, so that the statements run until its end (the returned function) see one snapshot;
+   * inside an open transaction, that one is the snapshot. Synchronous work only: nothing else runs before the end.
+   */
+  beginRead(): () => void {
+    if (this.db.inTransaction) return () => undefined;
+    this.statement('BEGIN').run();
+    return () => {
+      if (this.db.inTransaction) this.statement('COMMIT').run();
+    };
   }
 
   /** Runs writes holding the write lock from the start, so what they read cannot change before they write. */

@@ -210,6 +210,47 @@ describe('sqlite document store: one file, several connections and processes', (
     ).toBe(2);
   });
 
+  it('findOne by an indexed equality finds direct and member matches, and honours the other conditions', async () => {
+    const things = await open().collection<Doc>('things', [{ fields: { tags: 1 } }, { fields: { emailKey: 1 } }]);
+    await things.insertOne({ id: 'd', tags: 'pool', emailKey: 'e1' });
+    await things.insertOne({ id: 'm', tags: ['spa', 'garage'], emailKey: 'e2' });
+    await things.insertOne({ id: 'r', tags: 'gym', emailKey: 'e3', v: 'revoked' });
+    // Before any query has seen the arrays: a negation must still look into them.
+    expect(await things.findOne({ tags: { $ne: 'spa' }, emailKey: 'e2' })).toBeNull();
+    expect((await things.findOne({ tags: 'pool' }))?.id).toBe('d');
+    // No direct match: found as a member of an array.
+    expect((await things.findOne({ tags: 'garage' }))?.id).toBe('m');
+    expect((await things.findOne({ tags: 'garage', emailKey: 'e2' }))?.id).toBe('m');
+    expect(await things.findOne({ tags: 'garage', emailKey: 'e1' })).toBeNull();
+    expect((await things.findOne({ tags: 'gym', v: { $exists: true } }))?.id).toBe('r');
+    expect(await things.findOne({ tags: 'gym', v: { $exists: false } })).toBeNull();
+    expect(await things.findOne({ tags: 'sauna' })).toBeNull();
+  });
+
+  it('a query that probes for arrays sees the data of its probe, whatever another connection commits in between', async () => {
+    const store = open();
+    const things = await store.collection<Doc>('things', [{ fields: { tags: 1 } }]);
+    await things.insertOne({ id: 'p', tags: 'pool' });
+    const other = open().database;
+    // Once the probe has found no arrays, the other connection makes `p` hold one, before the query runs.
+    const statement = store.statement.bind(store);
+    let probed = false;
+    let wrote = false;
+    jest.spyOn(store, 'statement').mockImplementation((sql) => {
+      if (probed && !wrote && sql.startsWith('SELECT id, doc')) {
+        other.prepare(`UPDATE things SET doc = json_set(doc, '$.tags', json('["pool","spa"]')) WHERE id = 'p'`).run();
+        wrote = true;
+      }
+      if (sql.includes('= 1 LIMIT 1')) probed = true;
+      return statement(sql);
+    });
+    // The query sees `p` as the probe did (a scalar): without one snapshot it would see an array and not look inside.
+    expect((await things.find({ tags: 'pool' })).map((t) => t.id)).toEqual(['p']);
+    expect(wrote).toBe(true);
+    jest.restoreAllMocks();
+    expect(await things.findOne({ tags: 'spa' })).toMatchObject({ id: 'p', tags: ['pool', 'spa'] });
+  });
+
   it('keeps JSON types apart: numbers and strings, booleans and numbers, null and missing', async () => {
     for (const indexes of [[], [{ fields: { v: 1 as const } }]]) {
       const things = await open().collection<Doc>(`types_${indexes.length}`, indexes);

@@ -1,9 +1,15 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { Account, ApiKey, Identity } from '@estate/contracts/accounts';
 import type { AccountDoc, ApiKeyDoc } from './repositories/access.repository';
 
-/** Keys are 256 random bits: a fast hash is enough (nothing to brute-force), and lookups stay O(1). */
-export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+/**
+ * Keys are 256 random bits: a fast hash is enough (nothing to brute-force), and lookups stay O(1). Every request
+ * hashes its key: the one-shot `crypto.hash` (Node 20.12 and later) is several times cheaper than a Hash object.
+ */
+export const hashSecret: (secret: string) => string =
+  typeof hash === 'function'
+    ? (secret) => hash('sha256', secret, 'hex')
+    : (secret) => createHash('sha256').update(secret).digest('hex');
 
 /** The first characters of a secret, kept to tell keys apart in listings. */
 export const secretPrefix = (secret: string): string => secret.slice(0, 10);

@@ -1,7 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadGeneratorVersion } from './lib/load';
+import { summariseProfile } from './lib/profile';
 import { isTargetKind } from './lib/protocol';
 import { machineInfo, toMarkdown, writeReport, type BenchReport } from './lib/report';
 import type { BenchSettings, Scenario, ScenarioContext, ScenarioResult } from './lib/scenario';
@@ -23,9 +24,35 @@ function pickScenarios(names: string[]): Scenario[] {
   });
 }
 
-async function runBench(selected: Scenario[], settings: BenchSettings, outDir: string): Promise<number> {
+/** Each stopped server's profile, summarised into the scenario's result and printed. */
+async function attachProfiles(result: ScenarioResult, files: Array<{ server: string; file: string }>): Promise<void> {
+  result.profiles = [];
+  for (const { server, file } of files) {
+    try {
+      const summary = await summariseProfile(server, file);
+      result.profiles.push(summary);
+      log(
+        `${result.name} ${server}: ${summary.totalMs} ms profiled, ${summary.idleMs} ms idle (${summary.file}); self time, % of busy:`,
+      );
+      for (const f of summary.top) log(`  ${f.selfPct.toFixed(1).padStart(5)} %  ${f.frame}`);
+    } catch (err) {
+      log(
+        `${result.name} ${server}: no profile read from ${file}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+  }
+}
+
+async function runBench(
+  selected: Scenario[],
+  settings: BenchSettings,
+  outDir: string,
+  profile: boolean,
+): Promise<number> {
   const loadBefore = os.loadavg()[0];
-  const pool = new ServerPool(process.argv[1], (line) => process.stderr.write(`${line}\n`));
+  const profileDir = profile ? join(resolve(outDir), 'profiles') : undefined;
+  if (profileDir) await mkdir(profileDir, { recursive: true });
+  const pool = new ServerPool(process.argv[1], (line) => process.stderr.write(`${line}\n`), profileDir);
   const tempDirs: string[] = [];
   const cleanup = async (): Promise<void> => {
     await pool.stopAll();
@@ -69,6 +96,7 @@ async function runBench(selected: Scenario[], settings: BenchSettings, outDir: s
         });
       }
       await pool.stopAll();
+      if (profileDir) await attachProfiles(results[results.length - 1], pool.takeProfiles());
     }
   } finally {
     await cleanup();
@@ -110,7 +138,7 @@ async function main(): Promise<void> {
       for (const s of scenarios) process.stdout.write(`${s.name}\t${s.description}\n`);
       return;
     case 'bench':
-      process.exitCode = await runBench(pickScenarios(cli.scenarios), cli.settings, cli.outDir);
+      process.exitCode = await runBench(pickScenarios(cli.scenarios), cli.settings, cli.outDir, cli.profile);
       return;
   }
 }

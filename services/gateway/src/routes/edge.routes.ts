@@ -18,35 +18,31 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The Idempotency-Key record this request holds, until its answer is kept. */
     idempotencyRecord?: string;
+    /** The request's API key as looked up once (null until the first hook asks). */
+    apiKeyLookup: ApiKeyLookup | null;
   }
 }
 
 /** Headers a replayed answer carries again. */
 const REPLAYED_HEADERS = ['content-type', 'location', 'etag', 'cache-control'];
 
-const hashes = new WeakMap<FastifyRequest, string | null>();
-const identities = new WeakMap<FastifyRequest, Promise<Identity | null>>();
-
-/** sha256 of the request's bearer secret (null without one), computed once per request. */
-function keyHashOf(request: FastifyRequest): string | null {
-  let hash = hashes.get(request);
-  if (hash === undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    hash = match ? hashSecret(match[1]) : null;
-    hashes.set(request, hash);
-  }
-  return hash;
+interface ApiKeyLookup {
+  /** sha256 of the bearer secret; null without one. */
+  hash: string | null;
+  /** The live key behind it (null: none, malformed, unknown or revoked). */
+  who: Promise<Identity | null>;
 }
 
-/** The live key behind the request (null: none, malformed, unknown or revoked), looked up once per request. */
-function identityOf(request: FastifyRequest, access: AccessService): Promise<Identity | null> {
-  let who = identities.get(request);
-  if (!who) {
-    const hash = keyHashOf(request);
-    who = hash ? access.authenticateHash(hash) : Promise.resolve(null);
-    identities.set(request, who);
+/** The request's key, hashed and looked up once per request (the rate limit and authentication both ask). */
+function apiKeyOf(request: FastifyRequest, access: AccessService): ApiKeyLookup {
+  let lookup = request.apiKeyLookup;
+  if (!lookup) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+    const hash = match ? hashSecret(match[1]) : null;
+    lookup = { hash, who: hash ? access.authenticateHash(hash) : Promise.resolve(null) };
+    request.apiKeyLookup = lookup;
   }
-  return who;
+  return lookup;
 }
 
 /** Limits are per minute. */
@@ -78,7 +74,7 @@ async function rateLimiter(
     enableDraftSpec: true,
     ...(limits.store ? { store: limits.store } : {}),
     keyGenerator: async (request) => {
-      const who = await identityOf(request, access);
+      const who = await apiKeyOf(request, access).who;
       return who ? `key:${who.keyId}` : `ip:${request.ip}`;
     },
     max: (_request, key) => (key.startsWith('key:') ? limits.perKeyPerMinute : limits.anonymousPerMinute),
@@ -111,26 +107,27 @@ function guardApi(
   });
   app.addHook('onRequest', async (request) => {
     if (!isApiRequest(request)) return;
-    const who = await identityOf(request, access);
+    const lookup = apiKeyOf(request, access);
+    const who = await lookup.who;
     if (!who) {
       throw new AppError(
         'unauthorized',
-        keyHashOf(request) ? 'The API key is not valid or was revoked' : 'Send `Authorization: Bearer <api key>`',
+        lookup.hash ? 'The API key is not valid or was revoked' : 'Send `Authorization: Bearer <api key>`',
       );
     }
     request.identity = who;
   });
 }
 
-/** `Idempotency-Key` on an authenticated POST (see IdempotencyService). */
+/**
+ * `Idempotency-Key` on an authenticated POST (see IdempotencyService). The hooks run on every request but wait for
+ * something only on those: Fastify's callback form, so that the others cost no promise.
+ */
 function keepIdempotentAnswers(app: FastifyInstance, idempotency: IdempotencyService): void {
-  app.addHook('preHandler', async (request, reply) => {
-    const key = request.headers['idempotency-key'];
-    if (request.method !== 'POST' || key === undefined || !request.identity) return;
-    // Uploads are not covered: the proxy reads them only to sign their digest.
-    if (request.headers['content-type']?.startsWith('multipart/')) return;
+  /** Holds the key for this request, or answers with the kept answer (true). */
+  const holdOrReplay = async (request: FastifyRequest, reply: FastifyReply, key: unknown, keyId: string) => {
     const outcome = await idempotency.begin({
-      keyId: request.identity.keyId,
+      keyId,
       method: request.method,
       path: request.url.split('?')[0],
       key,
@@ -138,33 +135,48 @@ function keepIdempotentAnswers(app: FastifyInstance, idempotency: IdempotencySer
     });
     if ('record' in outcome) {
       request.idempotencyRecord = outcome.record;
-      return;
+      return false;
     }
     for (const [name, value] of Object.entries(outcome.replay.headers)) reply.header(name, value);
     reply.header('idempotent-replayed', 'true');
-    return reply
+    reply
       .code(outcome.replay.status)
       .serializer((p: unknown) => p as string)
       .send(outcome.replay.body);
-  });
+    return true;
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    const record = request.idempotencyRecord;
-    if (!record) return payload;
-    request.idempotencyRecord = undefined;
+  const keep = async (record: string, reply: FastifyReply, payload: unknown): Promise<void> => {
     const cacheable =
       reply.statusCode >= 200 && reply.statusCode < 300 && (typeof payload === 'string' || Buffer.isBuffer(payload));
-    if (!cacheable) {
-      await idempotency.finish(record, null);
-      return payload;
-    }
+    if (!cacheable) return idempotency.finish(record, null);
     const headers: Record<string, string> = {};
     for (const name of REPLAYED_HEADERS) {
       const v = reply.getHeader(name);
       if (v !== undefined) headers[name] = String(v);
     }
-    await idempotency.finish(record, { status: reply.statusCode, headers, body: keptBody(payload.toString()) });
-    return payload;
+    await idempotency.finish(record, { status: reply.statusCode, headers, body: keptBody(String(payload)) });
+  };
+
+  app.addHook('preHandler', (request, reply, done) => {
+    const key = request.headers['idempotency-key'];
+    // Uploads are not covered: the proxy reads them only to sign their digest.
+    if (
+      request.method !== 'POST' ||
+      key === undefined ||
+      !request.identity ||
+      request.headers['content-type']?.startsWith('multipart/')
+    )
+      return done();
+    // A replayed answer is sent from here: the hook then ends without `done`, as Fastify's callback form asks.
+    holdOrReplay(request, reply, key, request.identity.keyId).then((replayed) => replayed || done(), done);
+  });
+
+  app.addHook('onSend', (request, reply, payload, done) => {
+    const record = request.idempotencyRecord;
+    if (!record) return done(null, payload);
+    request.idempotencyRecord = undefined;
+    keep(record, reply, payload).then(() => done(null, payload), done);
   });
 }
 
@@ -173,9 +185,12 @@ export async function installEdge(
   app: FastifyInstance,
   options: { access: AccessService; idempotency: IdempotencyService; rateLimits: EdgeRateLimits },
 ): Promise<void> {
+  if (!app.hasRequestDecorator('apiKeyLookup')) app.decorateRequest('apiKeyLookup', null);
   // Only the gateway says where a client reached it (its proxy sets the header anew): a client's own is dropped.
-  app.addHook('onRequest', async (request) => {
+  // Callback form, as every request runs it: no promise per request.
+  app.addHook('onRequest', (request, _reply, done) => {
     delete request.headers[ORIGIN_HEADER];
+    done();
   });
   guardApi(app, options.access, await rateLimiter(app, options.access, options.rateLimits));
   keepIdempotentAnswers(app, options.idempotency);

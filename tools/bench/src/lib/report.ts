@@ -96,6 +96,16 @@ function scenarioMarkdown(s: ScenarioResult): string[] {
     lines.push(row([r.name, fmt(r.value), goal, r.verdict ? `**${r.verdict}**` : '—']));
   }
   lines.push('');
+  for (const p of s.profiles ?? []) {
+    lines.push(
+      `CPU profile of **${p.server}** (whole life: start-up, warm-up, measured run, and idle while the other target ran; ${fmt(p.totalMs / 1000, 1)} s of which ${fmt(p.idleMs / 1000, 1)} s idle; \`${p.file}\`), top self time as a share of the busy time:`,
+      '',
+      row(['self %', 'self ms', 'frame']),
+      row(['---:', '---:', '---']),
+      ...p.top.map((f) => row([fmt(f.selfPct, 1), fmt(f.selfMs, 0), `\`${f.frame}\``])),
+      '',
+    );
+  }
   return lines;
 }
 

@@ -1,4 +1,5 @@
 import type { LoadResult } from './load';
+import type { ServerProfile } from './profile';
 import type { ServerPool } from './servers';
 
 export interface BenchSettings {
@@ -55,6 +56,8 @@ export interface ScenarioResult {
   ratios: Ratio[];
   /** Anything that makes the figures suspect (errors, non-2xx, server output); empty when clean. */
   problems: string[];
+  /** With `--profile`: each server's top self-time frames over its whole life (start-up, warm-up and measured run). */
+  profiles?: ServerProfile[];
 }
 
 /** One self-contained measurement; add a module under scenarios/ and register it in scenarios/index.ts. */

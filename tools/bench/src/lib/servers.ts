@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ChildMessage, ParentMessage, ServerSample, TargetKind, TargetSpec } from './protocol';
 
@@ -50,17 +51,35 @@ async function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
  */
 export class ServerPool {
   private readonly children = new Set<ChildProcess>();
+  /** CPU profiles of children started since the last `takeProfiles()` (written when each child exits). */
+  private profiles: Array<{ server: string; file: string }> = [];
 
+  /** `profileDir`: every child runs under `node --cpu-prof` and leaves its profile there when it exits. */
   constructor(
     private readonly entry: string,
     private readonly logSink: (line: string) => void,
+    private readonly profileDir?: string,
   ) {}
+
+  /** The profiles of the children started so far (stop them first: a profile is written at exit), and forgets them. */
+  takeProfiles(): Array<{ server: string; file: string }> {
+    const taken = this.profiles;
+    this.profiles = [];
+    return taken;
+  }
+
+  private execArgv(name: string): string[] {
+    if (!this.profileDir) return [];
+    const file = `${name.replace(/[^A-Za-z0-9_-]/g, '_')}-${Date.now()}.cpuprofile`;
+    this.profiles.push({ server: name, file: join(this.profileDir, file) });
+    return ['--cpu-prof', '--cpu-prof-dir', this.profileDir, '--cpu-prof-name', file];
+  }
 
   /** `startTimeoutMs`: for a start that first writes a large data set (the search bench's seeding). */
   async start(name: string, spec: TargetSpec, options: { startTimeoutMs?: number } = {}): Promise<ServerHandle> {
     const child = fork(this.entry, ['--serve', spec.kind], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      execArgv: [],
+      execArgv: this.execArgv(name),
       env: { ...process.env, NODE_ENV: 'production' },
     });
     this.children.add(child);

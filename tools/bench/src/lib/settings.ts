@@ -11,6 +11,8 @@ Options:
   --warmup <s>         discarded warm-up seconds         (env BENCH_WARMUP, default 10)
   --connections <n>    concurrent connections            (env BENCH_CONNECTIONS, default 50)
   --out <dir>          where results are written         (default bench/results)
+  --profile            run each server under node --cpu-prof (env BENCH_PROFILE=1): profiles go to
+                       <out>/profiles, the top 10 self-time frames per server into the results
   --list               list scenarios and exit
   -h, --help           this text
 `;
@@ -27,7 +29,7 @@ export type Cli =
   | { command: 'help' }
   | { command: 'list' }
   | { command: 'serve'; kind: string }
-  | { command: 'bench'; scenarios: string[]; settings: BenchSettings; outDir: string };
+  | { command: 'bench'; scenarios: string[]; settings: BenchSettings; outDir: string; profile: boolean };
 
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined || raw === '') return fallback;
@@ -43,6 +45,7 @@ const options = {
   connections: { type: 'string' },
   out: { type: 'string', default: 'bench/results' },
   list: { type: 'boolean', default: false },
+  profile: { type: 'boolean', default: false },
   serve: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
@@ -66,6 +69,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): Cli {
     command: 'bench',
     scenarios: positionals,
     outDir: values.out,
+    profile: values.profile || env.BENCH_PROFILE === '1',
     settings: {
       mode: values.quick ? 'quick' : 'full',
       durationSec: int('--duration', values.duration ?? env.BENCH_DURATION, defaults.durationSec, 1),
