@@ -29,7 +29,7 @@ describe('the services’ OpenAPI documents at the gateway', () => {
     const documents = upstreamDocuments([flaky.url, neverUp.url]);
 
     const first = await documents();
-    expect(first.map((d) => d.info.title)).toEqual(['svc']);
+    expect(first.map((d) => (d.info as { title: string }).title)).toEqual(['svc']);
     const second = await documents();
     expect(second).toEqual(first);
   });
