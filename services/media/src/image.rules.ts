@@ -1,4 +1,5 @@
 import type { ImageContentType } from '@estate/contracts/media';
+import type { Rendition } from './gallery.rules';
 
 /** Bytes kept from the start of an upload to read its header without the rest of the file. */
 export const HEADER_BYTES = 512 * 1024;
@@ -35,6 +36,31 @@ export const JPEG_QUALITY = 82;
 export const WEBP_QUALITY = 80;
 /** The full-size public copy: re-encoded without metadata, close to the upload's quality. */
 export const ORIGINAL_JPEG_QUALITY = 90;
+
+export type FileFormat = 'jpeg' | 'png' | 'webp';
+
+/** One public file of an image: which size, in which format, at which quality (ignored for PNG). */
+export interface RenditionSpec {
+  rendition: Rendition;
+  format: FileFormat;
+  quality: number;
+}
+
+/**
+ * The product's rendition set, full size first: the upload in its own format, then `large` and
+ * `thumb` as JPEG and WebP (served as JPEG, or WebP on request).
+ */
+export function renditionPlan(contentType: ImageContentType): RenditionSpec[] {
+  return [
+    contentType === 'image/png'
+      ? { rendition: 'original', format: 'png', quality: 100 }
+      : { rendition: 'original', format: 'jpeg', quality: ORIGINAL_JPEG_QUALITY },
+    { rendition: 'large', format: 'jpeg', quality: JPEG_QUALITY },
+    { rendition: 'large', format: 'webp', quality: WEBP_QUALITY },
+    { rendition: 'thumb', format: 'jpeg', quality: JPEG_QUALITY },
+    { rendition: 'thumb', format: 'webp', quality: WEBP_QUALITY },
+  ];
+}
 
 const JPEG_MAGIC = Buffer.from([0xff, 0xd8, 0xff]);
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

@@ -1,8 +1,15 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createWriteStream, type ReadStream } from 'node:fs';
+import { mkdtemp, open, rm, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import replyFrom from '@fastify/reply-from';
 import { bodyDigest, IDENTITY_HEADER, ORIGIN_HEADER, signRequest, SIGNATURE_HEADER } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import { sendProblem, type OpenApiDoc } from '@estate/platform/http';
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest, type HTTPMethods } from 'fastify';
 
 export interface Upstream {
   name: string;
@@ -67,16 +74,77 @@ async function bufferBody(stream: NodeJS.ReadableStream): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** An upload as the gateway keeps it until it is forwarded: a file nobody else can open, its length and digest. */
+interface SpooledUpload {
+  size: number;
+  digest: string;
+}
+
+const spooled = new WeakMap<object, SpooledUpload>();
+
+/**
+ * Streams an upload into a file of `dir` while counting and hashing it, and hands back a stream of that
+ * file (already unlinked: nothing is left behind however the request ends). More than `limit` bytes fail
+ * with Fastify's body-too-large error, answered 413 like any other body over its limit.
+ */
+async function spoolUpload(payload: Readable, dir: string, limit: number): Promise<ReadStream> {
+  const path = join(dir, randomUUID());
+  const hash = createHash('sha256');
+  let size = 0;
+  const measure = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      if (size > limit) {
+        done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+        return;
+      }
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
+  // Not piped with pipeline(): a refused upload must leave the request open, for its 413 to be answered.
+  const writing = pipeline(measure, createWriteStream(path, { flags: 'wx' }));
+  payload.once('error', (err) => measure.destroy(err));
+  payload.once('close', () => {
+    if (!payload.readableEnded) measure.destroy(new Error('the upload broke off'));
+  });
+  payload.pipe(measure);
+  try {
+    try {
+      await writing;
+    } catch (err) {
+      payload.unpipe(measure);
+      throw err;
+    }
+    const handle = await open(path, 'r');
+    const stream = handle.createReadStream();
+    spooled.set(stream, { size, digest: hash.digest('base64url') });
+    return stream;
+  } finally {
+    await unlink(path).catch(() => undefined);
+  }
+}
+
 /**
  * Forwards requests to the services with the caller's identity in a signed header. Bodies pass
- * through untouched, as bytes: the signature covers their sha256, so an upload is read whole (at most
- * the upload limit) before it is forwarded. An answer that must be kept for Idempotency-Key replay is
+ * through untouched, as bytes: the signature covers their sha256, which must be known before the
+ * first byte is forwarded, so an upload is streamed into a temporary file while it is hashed (never
+ * held in memory) and forwarded from there. An answer that must be kept for Idempotency-Key replay is
  * buffered first.
  */
 export async function proxyToUpstreams(
   app: FastifyInstance,
-  options: { upstreams: Upstream[]; signingSecret: string; jsonBodyLimit: number; uploadBodyLimit: number },
+  options: {
+    upstreams: Upstream[];
+    signingSecret: string;
+    jsonBodyLimit: number;
+    uploadBodyLimit: number;
+    /** Where uploads wait to be forwarded: a folder of its own under the system's temporary folder by default. */
+    spoolDir?: string;
+  },
 ): Promise<void> {
+  const spoolDir = options.spoolDir ?? (await mkdtemp(join(tmpdir(), 'estate-gateway-uploads-')));
+  app.addHook('onClose', async () => rm(spoolDir, { recursive: true, force: true }));
   for (const upstream of options.upstreams) {
     await app.register(async (scope) => {
       // Bodies are forwarded as received: no re-encoding of JSON, uploads streamed.
@@ -88,21 +156,33 @@ export async function proxyToUpstreams(
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser(
         'multipart/form-data',
-        { parseAs: 'buffer', bodyLimit: options.uploadBodyLimit },
-        (_request, body, done) => done(null, body),
+        { bodyLimit: options.uploadBodyLimit },
+        async (request: FastifyRequest, payload: Readable) => {
+          if (Number(request.headers['content-length']) > options.uploadBodyLimit)
+            throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
+          return spoolUpload(payload, spoolDir, options.uploadBodyLimit);
+        },
       );
       scope.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.jsonBodyLimit }, (_request, body, done) =>
         done(null, body),
       );
+      // A spooled upload not (wholly) forwarded, because the request ended early or was refused: its file goes.
+      const release = async (request: FastifyRequest) => {
+        if (request.body && spooled.has(request.body)) (request.body as ReadStream).destroy();
+      };
+      scope.addHook('onResponse', release);
+      scope.addHook('onRequestAbort', release);
 
       const forward = (request: FastifyRequest, reply: FastifyReply) => {
         const keep = !!request.idempotencyRecord;
+        const upload = request.body ? spooled.get(request.body) : undefined;
         const bytes = typeof request.body === 'string' || Buffer.isBuffer(request.body) ? request.body : undefined;
+        // A parsed body is sent as given; an upload's file stream is piped by the proxy itself.
         const raw =
           bytes !== undefined
             ? { body: bytes, contentType: request.headers['content-type'] ?? 'application/json' }
             : {};
-        const digest = bodyDigest(bytes);
+        const digest = upload?.digest ?? bodyDigest(bytes);
         // What the proxy sends: the URL as WHATWG URL writes it (a quote in a RESO $filter becomes %27), and the
         // signature must cover exactly that.
         const sent = new URL(request.url, 'http://upstream.invalid');
@@ -115,6 +195,7 @@ export async function proxyToUpstreams(
           rewriteRequestHeaders: (_req, headers) => {
             const out: Record<string, string | string[] | undefined> = { ...headers };
             for (const h of STRIPPED_REQUEST_HEADERS) delete out[h];
+            if (upload) out['content-length'] = String(upload.size);
             out['x-request-id'] = request.id;
             out[ORIGIN_HEADER] = `${request.protocol}://${request.host}`;
             if (request.identity)

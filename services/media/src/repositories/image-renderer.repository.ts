@@ -1,16 +1,16 @@
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { ImageContentType } from '@estate/contracts/media';
 import sharp, { type Metadata, type OutputInfo, type Sharp } from 'sharp';
+import type { Rendition } from '../gallery.rules';
 import {
   displayedSize,
-  JPEG_QUALITY,
   LARGE_MAX_SIDE,
-  ORIGINAL_JPEG_QUALITY,
+  renditionPlan,
   sizeRefusal,
   THUMB_MAX_SIDE,
-  WEBP_QUALITY,
+  type FileFormat,
+  type RenditionSpec,
 } from '../image.rules';
-import type { RenderedFile } from './media-files.repository';
 
 /**
  * The header says the image is not what it claims, or cannot be read. `message` says so in our
@@ -49,7 +49,12 @@ export interface ImageHeader {
 export interface Rendered {
   width: number;
   height: number;
-  files: RenderedFile[];
+}
+
+/** A stored file to read: its bytes, and their number when the store knows it. */
+export interface StoredSource {
+  stream: Readable;
+  size?: number;
 }
 
 export interface ImageRendererOptions {
@@ -82,18 +87,27 @@ class Semaphore {
   }
 }
 
-async function readAll(stream: Readable, maxBytes: number): Promise<Buffer> {
+/**
+ * The whole of a stored file in one buffer, sized from the store's record when known: the one copy of
+ * an upload a render holds (sharp reads it from there without copying it).
+ */
+async function readAll(stream: Readable, maxBytes: number, size?: number): Promise<Buffer> {
+  const fail = () => {
+    stream.destroy();
+    return new UnreadableImageError(`the stored upload is larger than ${maxBytes} bytes`);
+  };
+  if (size !== undefined && size > maxBytes) throw fail();
   const chunks: Buffer[] = [];
-  let size = 0;
+  let read = 0;
+  const into = size !== undefined ? Buffer.allocUnsafe(size) : undefined;
   for await (const chunk of stream) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
-      stream.destroy();
-      throw new UnreadableImageError(`the stored upload is larger than ${maxBytes} bytes`);
-    }
-    chunks.push(chunk as Buffer);
+    const piece = chunk as Buffer;
+    if (read + piece.length > (into?.length ?? maxBytes)) throw fail();
+    if (into) piece.copy(into, read);
+    else chunks.push(piece);
+    read += piece.length;
   }
-  return Buffer.concat(chunks);
+  return into ? into.subarray(0, read) : Buffer.concat(chunks, read);
 }
 
 /**
@@ -144,21 +158,25 @@ export class ImageRendererRepository {
   }
 
   /** Reads the header of a whole stored file (when it did not fit in the first bytes). */
-  async probeStream(source: Readable, declared: ImageContentType, maxBytes: number): Promise<ImageHeader> {
-    const whole = await this.gate.run(() => readAll(source, maxBytes));
+  async probeStream(source: StoredSource, declared: ImageContentType, maxBytes: number): Promise<ImageHeader> {
+    const whole = await this.gate.run(() => readAll(source.stream, maxBytes, source.size));
     return (await this.probe(whole, declared, true))!;
   }
 
-  /** Renders one stored upload (see {@link renderImage}), at most `pipelines` at a time. */
+  /**
+   * Renders one stored upload (see {@link renderImage}), at most `pipelines` at a time, handing each
+   * file to `store` as it is made. A damaged image, or one that takes too long, rejects with
+   * {@link UnreadableImageError}.
+   */
   async render(
-    source: Readable,
+    source: StoredSource,
     contentType: ImageContentType,
     maxBytes: number,
-    store?: (file: RenderedFile) => Promise<void>,
+    store: (file: RenditionOutput) => Promise<void>,
   ): Promise<Rendered> {
     const { maxPixels, renderTimeoutSeconds } = this.options;
     return this.gate.run(async () => {
-      const input = await readAll(source, maxBytes);
+      const input = await readAll(source.stream, maxBytes, source.size);
       try {
         return await renderImage(input, contentType, { maxPixels, timeoutSeconds: renderTimeoutSeconds }, store);
       } catch (err) {
@@ -172,93 +190,118 @@ export class ImageRendererRepository {
   }
 }
 
+/** A public file of one image as the renderer makes it: its bytes stream out as they are encoded. */
+export interface RenditionOutput {
+  rendition: Rendition;
+  format: FileFormat;
+  contentType: string;
+  data: Readable;
+}
+
+const CONTENT_TYPES: Record<FileFormat, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
+
 /**
- * Decodes an upload once (EXIF orientation applied, converted to sRGB) and makes every public
- * file from those pixels: a full-size copy in the upload's format, and `large` (≤1600²) and
- * `thumb` (≤320²) as JPEG and WebP, aspect kept, never upscaled. Outputs carry no metadata
- * (sharp writes none unless asked), so GPS and camera data stay in the private source.
- * `store`, when given, receives each file as soon as it is encoded, so writing one overlaps
- * encoding the next; the result resolves once every `store` has.
+ * Makes every public file of an upload (the product's rendition set, {@link renditionPlan}): a
+ * full-size copy in the upload's format, and `large` (≤1600²) and `thumb` (≤320², from `large`) as
+ * JPEG and WebP, EXIF orientation applied, in sRGB, aspect kept, never upscaled. Outputs carry no
+ * metadata (sharp writes none unless asked), so GPS and camera data stay in the private source.
+ *
+ * The upload (`input`, the one copy held) is decoded once into pixels, and every file is encoded
+ * from those pixels (the smaller sizes from `large`'s), one at a time: sharp's `clone()` would decode
+ * the upload again per file (and copies a buffer input per clone), which measured 20% more CPU and
+ * more memory. Each file streams to `store` as it is encoded, so storing one overlaps encoding the
+ * next; resolves once every `store` has. An image that cannot be decoded rejects with
+ * {@link UnreadableImageError} (a timeout with the library's "timeout" error); a `store` that fails
+ * rejects with its own error.
  */
-async function renderImage(
+export async function renderImage(
   input: Buffer,
   contentType: ImageContentType,
   limits: { maxPixels: number; timeoutSeconds: number },
-  store?: (file: RenderedFile) => Promise<void>,
-): Promise<Rendered> {
+  store: (file: RenditionOutput) => Promise<void>,
+): Promise<{ width: number; height: number }> {
   // Every pipeline is bounded in time, so no image holds a render slot for long.
   const vips = (...args: Parameters<typeof sharp>) => sharp(...args).timeout({ seconds: limits.timeoutSeconds });
-  let decoded: { data: Buffer; info: OutputInfo };
+  const imageErrors: unknown[] = [];
+  const stored: Promise<void>[] = [];
+  /** Streams one file to the store; resolves when it is encoded (the store may still be writing). */
+  const emit = async ({ rendition, format, quality }: RenditionSpec, img: Sharp): Promise<void> => {
+    // A JPEG has no alpha: transparent pixels become white (flatten leaves an opaque image as it is).
+    const encoded =
+      format === 'png'
+        ? img.png()
+        : format === 'jpeg'
+          ? img.flatten({ background: '#ffffff' }).jpeg({ quality })
+          : img.webp({ quality });
+    const info = new Promise<void>((resolve, reject) => {
+      encoded.once('info', () => resolve());
+      encoded.once('error', reject);
+    });
+    // The store reads its own stream, so what sharp's stream fails with is the image's fault, and what the
+    // store fails with stays the store's (a store that gives up stops the encoder without blaming the image).
+    const data = new PassThrough();
+    let abandoned = false;
+    encoded.once('error', (err) => {
+      if (!abandoned) imageErrors.push(err);
+      data.destroy(err);
+    });
+    data.once('close', () => {
+      if (data.readableEnded) return;
+      abandoned = true;
+      encoded.destroy();
+    });
+    encoded.pipe(data);
+    const writing = store({ rendition, format, contentType: CONTENT_TYPES[format], data });
+    stored.push(writing);
+    // Marked handled now (a failed write must not crash the process mid-render); settled below.
+    for (const p of [writing, info]) p.catch(() => undefined);
+    // A store that gives up without reading the stream must not leave the render waiting for it.
+    const encodedWhole = await Promise.race([info, writing.then(() => info)]).then(
+      () => true,
+      () => false,
+    );
+    // Why is recorded already: the image's failure in imageErrors, the store's in its write.
+    if (!encodedWhole) throw new RenderStopped();
+  };
+  const pixels = (image: { data: Buffer; info: OutputInfo }) =>
+    vips(image.data, { raw: { width: image.info.width, height: image.info.height, channels: image.info.channels } });
+  const inside = { fit: 'inside', withoutEnlargement: true } as const;
+  const [original, ...smaller] = renditionPlan(contentType);
+  let size: { width: number; height: number } | undefined;
   try {
-    decoded = await vips(input, { limitInputPixels: limits.maxPixels, failOn: 'error' })
+    const decoded = await vips(input, { limitInputPixels: limits.maxPixels, failOn: 'error' })
       .rotate()
       .toColourspace('srgb')
       .raw({ depth: 'uchar' })
       .toBuffer({ resolveWithObject: true });
+    size = { width: decoded.info.width, height: decoded.info.height };
+    await emit(original, pixels(decoded));
+    // Each smaller size is made from the one before: resizing 12 megapixels once, not twice.
+    const large = await pixels(decoded).resize(LARGE_MAX_SIDE, LARGE_MAX_SIDE, inside).raw().toBuffer({
+      resolveWithObject: true,
+    });
+    const thumb = await pixels(large).resize(THUMB_MAX_SIDE, THUMB_MAX_SIDE, inside).raw().toBuffer({
+      resolveWithObject: true,
+    });
+    for (const spec of smaller) await emit(spec, pixels(spec.rendition === 'large' ? large : thumb));
   } catch (err) {
-    if (isTimeout(err)) throw err;
-    throw new UnreadableImageError(
-      `the ${contentType === 'image/png' ? 'PNG' : 'JPEG'} image is damaged or incomplete: its pixels cannot be read`,
-      libraryText(err),
-    );
+    if (!(err instanceof RenderStopped)) imageErrors.push(err);
   }
-  const { data, info } = decoded;
-  const raw = { raw: { width: info.width, height: info.height, channels: info.channels } };
-  const jpeg = (img: Sharp, quality: number) =>
-    (info.channels === 4 ? img.flatten({ background: '#ffffff' }) : img).jpeg({ quality });
-  const files: RenderedFile[] = [];
-  const stored: Promise<void>[] = [];
-  const emit = (file: RenderedFile) => {
-    files.push(file);
-    if (!store) return;
-    const writing = store(file);
-    // Marked handled now (a failed write must not crash the process mid-render); awaited below.
-    writing.catch(() => undefined);
-    stored.push(writing);
-  };
-  emit(
-    contentType === 'image/png'
-      ? {
-          rendition: 'original',
-          format: 'png',
-          contentType: 'image/png',
-          data: await vips(data, raw).png().toBuffer(),
-        }
-      : {
-          rendition: 'original',
-          format: 'jpeg',
-          contentType: 'image/jpeg',
-          data: await jpeg(vips(data, raw), ORIGINAL_JPEG_QUALITY).toBuffer(),
-        },
+  const settled = await Promise.allSettled(stored);
+  if (imageErrors.length > 0) throw imageFailure(imageErrors[0], contentType);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return size!;
+}
+
+/** A file could not be made or stored; the reason is recorded where the render looks for it. */
+class RenderStopped extends Error {}
+
+/** A timeout stays the library's (the caller words it); anything else the pipeline failed with is a damaged image. */
+function imageFailure(err: unknown, contentType: ImageContentType): unknown {
+  if (isTimeout(err)) return err;
+  return new UnreadableImageError(
+    `the ${contentType === 'image/png' ? 'PNG' : 'JPEG'} image is damaged or incomplete: its pixels cannot be read`,
+    libraryText(err),
   );
-  // Each smaller size is made from the one before: resizing 12 megapixels once, not twice.
-  const large = await vips(data, raw)
-    .resize(LARGE_MAX_SIDE, LARGE_MAX_SIDE, { fit: 'inside', withoutEnlargement: true })
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  const largeRaw = { raw: { width: large.info.width, height: large.info.height, channels: large.info.channels } };
-  const thumb = await vips(large.data, largeRaw)
-    .resize(THUMB_MAX_SIDE, THUMB_MAX_SIDE, { fit: 'inside', withoutEnlargement: true })
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  const thumbRaw = { raw: { width: thumb.info.width, height: thumb.info.height, channels: thumb.info.channels } };
-  for (const [rendition, pixels, shape] of [
-    ['large', large.data, largeRaw],
-    ['thumb', thumb.data, thumbRaw],
-  ] as const) {
-    emit({
-      rendition,
-      format: 'jpeg',
-      contentType: 'image/jpeg',
-      data: await jpeg(vips(pixels, shape), JPEG_QUALITY).toBuffer(),
-    });
-    emit({
-      rendition,
-      format: 'webp',
-      contentType: 'image/webp',
-      data: await vips(pixels, shape).webp({ quality: WEBP_QUALITY }).toBuffer(),
-    });
-  }
-  await Promise.all(stored);
-  return { width: info.width, height: info.height, files };
 }

@@ -1,17 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStore } from '@estate/blobs';
 import type { Rendition } from '../gallery.rules';
-
-export type FileFormat = 'jpeg' | 'png' | 'webp';
-
-/** What the worker makes of one upload: files to store, by public name and format. */
-export interface RenderedFile {
-  rendition: Rendition;
-  format: FileFormat;
-  contentType: string;
-  data: Buffer;
-}
+import type { FileFormat } from '../image.rules';
+import type { RenditionOutput, StoredSource } from './image-renderer.repository';
 
 const TOKEN = /^[A-Za-z0-9_-]{22}$/;
 
@@ -46,12 +38,15 @@ export class MediaFilesRepository {
     return this.blobs.put(keyOf(token, 'source'), source, { contentType, maxBytes });
   }
 
-  async readSource(token: string): Promise<Readable | null> {
-    return (await this.blobs.get(keyOf(token, 'source')))?.stream ?? null;
+  /** The stored upload as a stream, with its size; null when it is gone. */
+  async readSource(token: string): Promise<StoredSource | null> {
+    const blob = await this.blobs.get(keyOf(token, 'source'));
+    return blob ? { stream: blob.stream, size: blob.info.size } : null;
   }
 
-  async putRendition(token: string, file: RenderedFile): Promise<void> {
-    await this.blobs.put(keyOf(token, renditionName(file.rendition, file.format)), Readable.from([file.data]), {
+  /** Streams a rendition into the store as the renderer encodes it. */
+  async putRendition(token: string, file: RenditionOutput): Promise<void> {
+    await this.blobs.put(keyOf(token, renditionName(file.rendition, file.format)), file.data, {
       contentType: file.contentType,
     });
   }
