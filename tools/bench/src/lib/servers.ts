@@ -60,7 +60,8 @@ export class ServerPool {
   async start(name: string, spec: TargetSpec, options: { startTimeoutMs?: number } = {}): Promise<ServerHandle> {
     const child = fork(this.entry, ['--serve', spec.kind], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      execArgv: [],
+      // BENCH_SERVER_EXEC_ARGV: Node flags for the servers only (`--cpu-prof --cpu-prof-dir tmp/prof`).
+      execArgv: (process.env.BENCH_SERVER_EXEC_ARGV ?? '').split(' ').filter(Boolean),
       env: { ...process.env, NODE_ENV: 'production' },
     });
     this.children.add(child);
