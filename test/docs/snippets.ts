@@ -94,7 +94,7 @@ export function shellSteps(code: string): Step[] {
 }
 
 /** Resource ids as the API makes them (`lst_0mwu4ntwl000VV8AaXCXf2wU59lk`), by prefix. */
-const ID = /\b(acc|act|agt|evt|job|key|lead|lst|med|rule|whk)_[A-Za-z0-9_-]{8,}/g;
+const ID = /\b(acc|act|agt|evt|fed|job|key|lead|lst|med|rule|whk)_[A-Za-z0-9_-]{8,}/g;
 
 /** The distinct ids of a text in order of first appearance. */
 export function idsIn(text: string): string[] {
@@ -133,7 +133,7 @@ export function fillPlaceholders(
 ): string {
   let filled = code;
   for (const [documented, real] of ids) filled = filled.split(documented).join(real);
-  filled = filled.replace(/\b(acc|act|agt|evt|job|key|lead|lst|med|rule|whk)_…/g, (whole, prefix: string) => {
+  filled = filled.replace(/\b(acc|act|agt|evt|fed|job|key|lead|lst|med|rule|whk)_…/g, (whole, prefix: string) => {
     const real = latest.get(prefix);
     if (!real) throw new Error(`No ${prefix}_ id answered before "${whole}" is needed`);
     return real;

@@ -47,3 +47,14 @@ export function loadApiUrl(env: NodeJS.ProcessEnv): string {
   const host = e.HOST === '0.0.0.0' || e.HOST === '::' ? '127.0.0.1' : e.HOST;
   return `http://${host.includes(':') ? `[${host}]` : host}:${e.PORT}`;
 }
+
+const feedsApiSchema = z.object({
+  ESTATE_API_URL: z.string().url().optional(),
+  ESTATE_API_KEY: z.string().min(1).optional(),
+});
+
+/** The API and key `feeds` commands use: ESTATE_API_URL (else HOST/PORT) and ESTATE_API_KEY (else one of its own). */
+export function loadFeedsApi(env: NodeJS.ProcessEnv): { url: string; key?: string } {
+  const e = parseEnv(feedsApiSchema, { ...env, ESTATE_API_KEY: env.ESTATE_API_KEY || undefined });
+  return { url: e.ESTATE_API_URL ?? loadApiUrl(env), ...(e.ESTATE_API_KEY ? { key: e.ESTATE_API_KEY } : {}) };
+}

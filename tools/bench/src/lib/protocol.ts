@@ -23,6 +23,8 @@ export interface EmbeddedSpec {
   /** Webhooks bench: the platform key (to make accounts) and delivery settings. */
   platformApiKey?: string;
   webhooks?: { allowPrivateTargets: boolean; retryScheduleMs?: number[] };
+  /** Feeds bench: feeds may read from this host (the source is another bench server or a local test source). */
+  feeds?: { allowPrivateSources: boolean };
 }
 
 /** Plain `fastify()` with no plugins: fixed JSON answers, the baseline. */

@@ -32,6 +32,7 @@ async function startEmbedded(spec: EmbeddedSpec): Promise<RunningTarget> {
         adminApiKey: spec.adminApiKey,
         platformApiKey: spec.platformApiKey,
         webhooks: spec.webhooks,
+        feeds: spec.feeds,
         rateLimitPerMinute: spec.rateLimitPerMinute,
         logLevel: spec.logLevel,
       },

@@ -1,6 +1,7 @@
 import type { Scenario } from '../lib/scenario';
 import { bulk } from './bulk';
 import { distributed } from './distributed';
+import { feeds } from './feeds';
 import { leads } from './leads';
 import { listingsGet } from './listings-get';
 import { media } from './media';
@@ -16,6 +17,7 @@ export const scenarios: readonly Scenario[] = [
   reso,
   media,
   bulk,
+  feeds,
   leads,
   webhooks,
   soak,
