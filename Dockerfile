@@ -7,7 +7,8 @@ COPY . .
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production HOST=0.0.0.0
+# Two malloc arenas: libvips' threads otherwise keep freed image memory per arena (decision 0117).
+ENV NODE_ENV=production HOST=0.0.0.0 MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

@@ -80,7 +80,8 @@ export class ServerPool {
     const child = fork(this.entry, ['--serve', spec.kind], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       execArgv: this.execArgv(name),
-      env: { ...process.env, NODE_ENV: 'production' },
+      // As `npm start` and `npm run start:media` run the product (decision 0117).
+      env: { MALLOC_ARENA_MAX: '2', ...process.env, NODE_ENV: 'production' },
     });
     this.children.add(child);
     child.once('exit', () => this.children.delete(child));
