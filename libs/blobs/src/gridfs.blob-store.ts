@@ -100,7 +100,9 @@ export class GridFsBlobStore implements BlobStore {
     assertBlobKey(key);
     const doc = await this.newest(key);
     if (!doc) return null;
-    return { info: toInfo(doc), stream: this.bucket.openDownloadStream(doc._id) };
+    const stream = this.bucket.openDownloadStream(doc._id);
+    // A delete can land between finding the file and reading it: gone then, like a file never stored.
+    return (await started(stream)) ? { info: toInfo(doc), stream } : null;
   }
 
   async delete(key: string): Promise<boolean> {
@@ -169,4 +171,26 @@ function toInfo(doc: FileDoc): BlobInfo {
     sha256: doc.metadata?.sha256 ?? '',
     storedAt: doc.uploadDate,
   };
+}
+
+/**
+ * Waits for a download's first bytes (or its end): true once it has them, false when the file or its first chunk
+ * was deleted before that; other failures are thrown. The stream is left paused with what it read.
+ */
+function started(stream: Readable): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const done = (outcome: () => void) => {
+      stream.off('readable', onReadable).off('end', onReadable).off('error', onError);
+      outcome();
+    };
+    const onReadable = () => done(() => resolve(true));
+    const onError = (err: Error) =>
+      done(() => {
+        const gone =
+          (err as NodeJS.ErrnoException).code === 'ENOENT' || err instanceof mongoose.mongo.MongoGridFSChunkError;
+        if (gone) resolve(false);
+        else reject(err);
+      });
+    stream.on('readable', onReadable).on('end', onReadable).on('error', onError);
+  });
 }

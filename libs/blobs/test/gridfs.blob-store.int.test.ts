@@ -62,3 +62,33 @@ describeWithEngines('gridfs blob store: what a failed put leaves in the database
     }
   });
 });
+
+describeWithEngines('gridfs blob store: a file deleted while it is being opened', ['MONGODB_URL'], (urls) => {
+  it('is missing (null), not a stream that fails, when the delete lands between finding the file and reading it', async () => {
+    const dbName = `blobs_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+    const store = await GridFsBlobStore.connect(urls.MONGODB_URL, { dbName });
+    try {
+      await store.put('race/one', Readable.from([Buffer.alloc(300_000, 1)]), { contentType: 'image/jpeg' });
+      const kept = await store.put('race/two', Readable.from([Buffer.alloc(1_000, 2)]), { contentType: 'image/jpeg' });
+      // The file is found; the delete then lands before the download reads it.
+      const found = store as unknown as { newest(key: string): Promise<unknown> };
+      const newest = found.newest.bind(store);
+      found.newest = async (key: string) => {
+        const doc = await newest(key);
+        await store.delete(key);
+        return doc;
+      };
+      expect(await store.get('race/one')).toBeNull();
+      found.newest = newest;
+
+      const got = await store.get('race/two');
+      const chunks: Buffer[] = [];
+      for await (const chunk of got!.stream) chunks.push(chunk as Buffer);
+      expect(Buffer.concat(chunks)).toEqual(Buffer.alloc(1_000, 2));
+      expect(got!.info.size).toBe(kept.size);
+    } finally {
+      await store.dropDatabase();
+      await store.close();
+    }
+  });
+});
