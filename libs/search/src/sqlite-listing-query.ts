@@ -16,6 +16,13 @@ export const SORT_COLUMNS = {
   updatedAt: 'l.updated_at',
   createdAt: 'l.created_at',
 } as const;
+/** The index that walks each field order (every one starts with the account and ends with the id). */
+export const SORT_INDEXES = {
+  listPrice: 'search_listings_price_bands',
+  listedAt: 'search_listings_listed',
+  updatedAt: 'search_listings_updated',
+  createdAt: 'search_listings_created',
+} as const;
 /** Sort fields a listing may lack: those listings come after the others, either way. */
 export const NULLABLE = new Set<string>(['listedAt']);
 export const FACET_COLUMNS: Record<ListingFacet, { select: string }> = {
@@ -87,8 +94,64 @@ export class Where {
   }
 }
 
-/** The filters (`q` aside: it is joined or matched where the query needs it) over `search_listings l`. */
-export function filterWhere(accountId: string, f: ListingFilters): Where {
+/**
+ * Where a search's rows come from. A geographic filter drives from the R*Tree (the box's candidates, then the exact
+ * test and every other filter on their rows); otherwise `q` drives from the FTS5 matches; otherwise the listings
+ * table, through whichever of its indexes fits. `from` names `search_listings` as `l` in every case.
+ */
+export interface Source {
+  from: string;
+  params: unknown[];
+  /** How the rows are reached: by the R*Tree, the text index, or an index of the listings table. */
+  driver: 'geo' | 'text' | 'table';
+}
+
+const GEO_BOX = 'SELECT id FROM search_geo WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?';
+
+function geoBoxes(f: ListingFilters): { minLat: number; maxLat: number; lngs: LngRange[] } | undefined {
+  if (f.near) return nearBoxes(f.near);
+  if (f.bbox) {
+    const { minLng, minLat, maxLng, maxLat } = f.bbox;
+    return {
+      minLat,
+      maxLat,
+      lngs:
+        minLng > maxLng
+          ? [
+              [minLng, 180],
+              [-180, maxLng],
+            ]
+          : [[minLng, maxLng]],
+    };
+  }
+  return undefined;
+}
+
+/** The rows a search starts from (see {@link Source}); `match` is the FTS5 expression of `q`, if any. */
+export function searchSource(f: ListingFilters, match: string | undefined): Source {
+  const boxes = geoBoxes(f);
+  if (boxes) {
+    // CROSS JOIN keeps the order: the R*Tree's candidates first, then each one's row by its key.
+    return {
+      from: `(${boxes.lngs.map(() => GEO_BOX).join(' UNION ALL ')}) g CROSS JOIN search_listings l ON l.id = g.id`,
+      params: boxes.lngs.flatMap(([from, to]) => [boxes.minLat, boxes.maxLat, from, to]),
+      driver: 'geo',
+    };
+  }
+  if (match !== undefined)
+    return {
+      from: '(SELECT rowid AS id FROM search_text WHERE search_text MATCH ?) t CROSS JOIN search_listings l ON l.id = t.id',
+      params: [match],
+      driver: 'text',
+    };
+  return { from: 'search_listings l', params: [], driver: 'table' };
+}
+
+/**
+ * The filters over `search_listings l`, after its {@link searchSource}: `q` and the geographic box that drives are
+ * left out (the source applies them); a second geographic filter, and `q` behind a geographic one, stay here.
+ */
+export function filterWhere(accountId: string, f: ListingFilters, source?: Source, match?: string): Where {
   const w = new Where().add('l.account_id = ?', accountId);
   const list = (values: readonly string[]) => values.map(() => '?').join(', ');
   if (f.status) w.add(`l.status IN (${list(f.status)})`, ...f.status);
@@ -105,30 +168,39 @@ export function filterWhere(accountId: string, f: ListingFilters): Where {
   if (f.minBathrooms !== undefined) w.add('l.bathrooms >= ?', f.minBathrooms);
   if (f.minLivingArea !== undefined) w.add('l.living_area >= ?', f.minLivingArea);
   if (f.updatedSince !== undefined) w.add('l.updated_at >= ?', f.updatedSince);
+  const geoDrives = source?.driver === 'geo';
   if (f.near) {
-    const box = nearBoxes(f.near);
-    geoPrefilter(w, box.minLat, box.maxLat, box.lngs);
+    if (!geoDrives) {
+      const box = nearBoxes(f.near);
+      geoPrefilter(w, box.minLat, box.maxLat, box.lngs);
+    }
     w.add(`${DISTANCE_FN}(l.lat, l.lon, ?, ?) <= ?`, f.near.lat, f.near.lng, f.near.radiusKm * 1000);
   }
   if (f.bbox) {
     const { minLng, minLat, maxLng, maxLat } = f.bbox;
     const crosses = minLng > maxLng;
-    geoPrefilter(
-      w,
-      minLat,
-      maxLat,
-      crosses
-        ? [
-            [minLng, 180],
-            [-180, maxLng],
-          ]
-        : [[minLng, maxLng]],
-    );
+    // The box drives unless near does.
+    if (!geoDrives || f.near) {
+      geoPrefilter(
+        w,
+        minLat,
+        maxLat,
+        crosses
+          ? [
+              [minLng, 180],
+              [-180, maxLng],
+            ]
+          : [[minLng, maxLng]],
+      );
+    }
     // The R*Tree holds 32-bit floats rounded outwards: the exact test is on the stored doubles.
     w.add('l.lat BETWEEN ? AND ?', minLat, maxLat);
     if (crosses) w.add('(l.lon >= ? OR l.lon <= ?)', minLng, maxLng);
     else w.add('l.lon BETWEEN ? AND ?', minLng, maxLng);
   }
+  // Behind a geographic source, each candidate is looked up in the text index by its key.
+  if (match !== undefined && source?.driver !== 'text')
+    w.add('EXISTS (SELECT 1 FROM search_text WHERE search_text MATCH ? AND search_text.rowid = l.id)', match);
   return w;
 }
 
