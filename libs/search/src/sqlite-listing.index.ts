@@ -307,7 +307,7 @@ export class SqliteListingIndex implements ListingIndex {
             const { lat, lon } = fields.location;
             point.run(id, lat, lat, lon, lon);
           }
-          this.writeReso(id, fields.accountId, item.listing);
+          this.writeReso(id, fields.accountId, item.listing, false);
         }
         indexed += batch.length;
       }
@@ -605,10 +605,11 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   /** The listing's RESO row and collection values (see sqlite-field-query.ts), replacing the old ones. */
-  private writeReso(id: number, accountId: string, listing: Listing): void {
+  private writeReso(id: number, accountId: string, listing: Listing, replacing = true): void {
     const sql = resoRowStatements();
     const record = propertyIndexRecord(listing);
-    this.statement(sql.clearValues).run(id);
+    // A new row has no old values (and in a bulk load their index, which the deletion would need, is not built yet).
+    if (replacing) this.statement(sql.clearValues).run(id);
     this.statement(sql.row).run(...resoRowParams(id, accountId, record));
     for (const params of resoValueParams(id, record)) this.statement(sql.value).run(...params);
   }
