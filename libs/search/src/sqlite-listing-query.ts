@@ -102,8 +102,11 @@ export class Where {
 export interface Source {
   from: string;
   params: unknown[];
-  /** How the rows are reached: by the R*Tree, the text index, or an index of the listings table. */
-  driver: 'geo' | 'text' | 'table';
+  /**
+   * How the rows are reached: by the R*Tree, the text index, or an index of the listings table (`walk`: the sort's
+   * index, in order, each row tested: geographic filters by their exact test alone, `q` by a lookup of the row).
+   */
+  driver: 'geo' | 'text' | 'table' | 'walk';
 }
 
 const GEO_BOX = 'SELECT id FROM search_geo WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?';
@@ -169,8 +172,9 @@ export function filterWhere(accountId: string, f: ListingFilters, source?: Sourc
   if (f.minLivingArea !== undefined) w.add('l.living_area >= ?', f.minLivingArea);
   if (f.updatedSince !== undefined) w.add('l.updated_at >= ?', f.updatedSince);
   const geoDrives = source?.driver === 'geo';
+  const walks = source?.driver === 'walk';
   if (f.near) {
-    if (!geoDrives) {
+    if (!geoDrives && !walks) {
       const box = nearBoxes(f.near);
       geoPrefilter(w, box.minLat, box.maxLat, box.lngs);
     }
@@ -180,7 +184,7 @@ export function filterWhere(accountId: string, f: ListingFilters, source?: Sourc
     const { minLng, minLat, maxLng, maxLat } = f.bbox;
     const crosses = minLng > maxLng;
     // The box drives unless near does.
-    if (!geoDrives || f.near) {
+    if (!walks && (!geoDrives || f.near)) {
       geoPrefilter(
         w,
         minLat,
@@ -198,7 +202,7 @@ export function filterWhere(accountId: string, f: ListingFilters, source?: Sourc
     if (crosses) w.add('(l.lon >= ? OR l.lon <= ?)', minLng, maxLng);
     else w.add('l.lon BETWEEN ? AND ?', minLng, maxLng);
   }
-  // Behind a geographic source, each candidate is looked up in the text index by its key.
+  // Behind a geographic source or a walk, each row is looked up in the text index by its key.
   if (match !== undefined && source?.driver !== 'text')
     w.add('EXISTS (SELECT 1 FROM search_text WHERE search_text MATCH ? AND search_text.rowid = l.id)', match);
   return w;

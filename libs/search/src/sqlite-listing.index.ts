@@ -313,7 +313,7 @@ export class SqliteListingIndex implements ListingIndex {
       }
       for (const { sql } of derived) this.db.exec(sql);
       this.recount();
-      this.db.exec('ANALYZE');
+      this.db.exec('ANALYZE search_listings; ANALYZE search_reso; ANALYZE search_reso_values');
       this.db.exec('COMMIT');
     } catch (err) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
@@ -380,10 +380,18 @@ export class SqliteListingIndex implements ListingIndex {
         .map(([value, count]) => ({ value, count }));
     });
 
-    const rows =
-      match !== undefined && sort.by === 'relevance'
-        ? this.relevancePage(search, source, where, run)
-        : this.sortedPage(search, source, where, total, run);
+    let rows: PageRow[];
+    if (match !== undefined && sort.by === 'relevance') rows = this.relevancePage(search, source, where, run);
+    else if (sort.by !== 'relevance' && sort.by !== 'distance' && this.walks(search, total, run)) {
+      // Many matches: the sort's index, walked in order with each row tested, finds a page in a few entries per item
+      // where sorting every match would read them all.
+      const walk: Source = {
+        from: `search_listings l INDEXED BY ${SORT_INDEXES[sort.by]}`,
+        params: [],
+        driver: 'walk',
+      };
+      rows = this.sortedPage(search, walk, filterWhere(search.accountId, filters, walk, match), run);
+    } else rows = this.sortedPage(search, source, where, run);
     const page = rows.slice(0, search.limit);
     const last = page[page.length - 1];
     const near = filters.near;
@@ -663,11 +671,9 @@ export class SqliteListingIndex implements ListingIndex {
 
   /**
    * Field and distance orders, ties by id in the same direction. Listings without the value come last either
-   * way: a second query over them (by id) completes a page the first one leaves short. When the matches are many
-   * (more than the page would cost to find by walking the sort's index and testing each row), the sort's index
-   * drives: a page then reads a few entries per item instead of sorting every match.
+   * way: a second query over them (by id) completes a page the first one leaves short.
    */
-  private sortedPage(search: ListingSearch, source: Source, where: Where, total: number, run: Run): PageRow[] {
+  private sortedPage(search: ListingSearch, source: Source, where: Where, run: Run): PageRow[] {
     const { sort, after, filters } = search;
     const keep = search.limit + 1;
     let expr: string;
@@ -684,11 +690,7 @@ export class SqliteListingIndex implements ListingIndex {
       expr = SORT_COLUMNS[sort.by];
       direction = sort.direction === 'desc' ? 'DESC' : 'ASC';
     }
-    let from = source.from;
-    if (source.driver === 'table' && sort.by !== 'relevance' && sort.by !== 'distance') {
-      const size = this.accountSize(search.accountId, run);
-      if (total * total > keep * size) from = `search_listings l INDEXED BY ${SORT_INDEXES[sort.by]}`;
-    }
+    const from = source.from;
     const nullable = sort.by !== 'relevance' && NULLABLE.has(sort.by);
     const cmp = direction === 'ASC' ? '>' : '<';
     const select = `SELECT l.id AS rid, l.listing_id AS id, ${expr} AS value, l.lat, l.lon FROM ${from} WHERE ${where.sql}`;
@@ -707,6 +709,14 @@ export class SqliteListingIndex implements ListingIndex {
       rows.push(...(run(sql, params) as PageRow[]));
     }
     return rows;
+  }
+
+  /**
+   * Whether walking the sort's index beats sorting the matches: a walk reads about (page + 1) × listings / matches
+   * entries (matches spread through the order), sorting reads every match.
+   */
+  private walks(search: ListingSearch, total: number, run: Run): boolean {
+    return total * total > (search.limit + 1) * this.accountSize(search.accountId, run);
   }
 
   /** How many listings the account holds (its kept status counts). */
