@@ -77,6 +77,8 @@ interface FacetRow {
 interface PageRow {
   /** The row's key, which also keys its document, text and point. */
   rid: number;
+  /** Every match's count, when the page's statement counts them. */
+  total?: number;
   id: string;
   value: number | null;
   lat: number | null;
@@ -141,13 +143,15 @@ export class SqliteListingIndex implements ListingIndex {
           }
           this.db.exec(SCHEMA);
           if (exists && !counted) this.recount();
+          const resoExists = table('search_reso');
           this.db.exec(RESO_SCHEMA);
           // A field indexed since the table was made: its column is added, null for the rows already there.
           const columns = (this.db.prepare('PRAGMA table_info(search_reso)').all() as Array<{ name: string }>).map(
             (c) => c.name,
           );
           for (const statement of resoColumnsToAdd(columns)) this.db.exec(statement);
-          this.backfillReso();
+          // Listings indexed before the RESO tables existed get their rows once, when the tables are made.
+          if (exists && !resoExists) this.backfillReso();
           return { created: !exists };
         })
         .immediate(),
@@ -370,6 +374,18 @@ export class SqliteListingIndex implements ListingIndex {
     }
     const source = searchSource(filters, match);
     const where = filterWhere(search.accountId, filters, source, match);
+    // A geographic search's matches are few (its box bounds them): its first page and total come from one pass over
+    // them (every match is read and sorted once, the count taken on the way) rather than a count and then a page.
+    const onePass =
+      source.driver === 'geo' &&
+      search.facets.length === 0 &&
+      !search.after &&
+      sort.by !== 'relevance' &&
+      !NULLABLE.has(sort.by);
+    if (onePass) {
+      const rows = this.sortedPage(search, source, where, run, true);
+      return this.answer(search, rows, rows[0]?.total ?? 0, {}, run);
+    }
     const { total, counts } = this.tally(search, source, where, run, scan);
     const facets: Partial<Record<ListingFacet, FacetCount[]>> = {};
     search.facets.forEach((name, i) => {
@@ -392,9 +408,20 @@ export class SqliteListingIndex implements ListingIndex {
       };
       rows = this.sortedPage(search, walk, filterWhere(search.accountId, filters, walk, match), run);
     } else rows = this.sortedPage(search, source, where, run);
+    return this.answer(search, rows, total, facets, run);
+  }
+
+  /** The page's documents (with their distances from `near`), and where the next page starts. */
+  private answer(
+    search: ListingSearch,
+    rows: PageRow[],
+    total: number,
+    facets: Partial<Record<ListingFacet, FacetCount[]>>,
+    run: Run,
+  ): Omit<ListingSearchResult, 'tookMs'> {
     const page = rows.slice(0, search.limit);
     const last = page[page.length - 1];
-    const near = filters.near;
+    const near = search.filters.near;
     const docs = new Map<number, string>();
     if (page.length > 0) {
       const found = run('SELECT d.id, d.doc FROM json_each(?) j JOIN search_docs d ON d.id = j.value', [
@@ -673,7 +700,7 @@ export class SqliteListingIndex implements ListingIndex {
    * Field and distance orders, ties by id in the same direction. Listings without the value come last either
    * way: a second query over them (by id) completes a page the first one leaves short.
    */
-  private sortedPage(search: ListingSearch, source: Source, where: Where, run: Run): PageRow[] {
+  private sortedPage(search: ListingSearch, source: Source, where: Where, run: Run, counted = false): PageRow[] {
     const { sort, after, filters } = search;
     const keep = search.limit + 1;
     let expr: string;
@@ -693,7 +720,8 @@ export class SqliteListingIndex implements ListingIndex {
     const from = source.from;
     const nullable = sort.by !== 'relevance' && NULLABLE.has(sort.by);
     const cmp = direction === 'ASC' ? '>' : '<';
-    const select = `SELECT l.id AS rid, l.listing_id AS id, ${expr} AS value, l.lat, l.lon FROM ${from} WHERE ${where.sql}`;
+    // `counted`: every row also carries the number of matches (counted before the sort and the limit).
+    const select = `SELECT l.id AS rid, l.listing_id AS id, ${expr} AS value, l.lat, l.lon${counted ? ', count(*) OVER () AS total' : ''} FROM ${from} WHERE ${where.sql}`;
     const filterParams = [...exprParams, ...source.params, ...where.params];
     const rows: PageRow[] = [];
     if (!after || after.value !== null || !nullable) {
