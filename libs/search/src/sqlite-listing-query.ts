@@ -109,38 +109,12 @@ export interface Source {
   driver: 'geo' | 'text' | 'table' | 'walk';
 }
 
-const GEO_BOX = 'SELECT id FROM search_geo WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?';
-
-function geoBoxes(f: ListingFilters): { minLat: number; maxLat: number; lngs: LngRange[] } | undefined {
-  if (f.near) return nearBoxes(f.near);
-  if (f.bbox) {
-    const { minLng, minLat, maxLng, maxLat } = f.bbox;
-    return {
-      minLat,
-      maxLat,
-      lngs:
-        minLng > maxLng
-          ? [
-              [minLng, 180],
-              [-180, maxLng],
-            ]
-          : [[minLng, maxLng]],
-    };
-  }
-  return undefined;
-}
-
 /** The rows a search starts from (see {@link Source}); `match` is the FTS5 expression of `q`, if any. */
 export function searchSource(f: ListingFilters, match: string | undefined): Source {
-  const boxes = geoBoxes(f);
-  if (boxes) {
-    // CROSS JOIN keeps the order: the R*Tree's candidates first, then each one's row by its key.
-    return {
-      from: `(${boxes.lngs.map(() => GEO_BOX).join(' UNION ALL ')}) g CROSS JOIN search_listings l ON l.id = g.id`,
-      params: boxes.lngs.flatMap(([from, to]) => [boxes.minLat, boxes.maxLat, from, to]),
-      driver: 'geo',
-    };
-  }
+  if (f.near || f.bbox)
+    // The point index covers the box test, the distance and the sorts: a box is one range of latitudes read in order,
+    // no row is visited unless another filter needs it.
+    return { from: 'search_listings l INDEXED BY search_listings_point', params: [], driver: 'geo' };
   if (match !== undefined)
     return {
       from: '(SELECT rowid AS id FROM search_text WHERE search_text MATCH ?) t CROSS JOIN search_listings l ON l.id = t.id',
@@ -171,33 +145,17 @@ export function filterWhere(accountId: string, f: ListingFilters, source?: Sourc
   if (f.minBathrooms !== undefined) w.add('l.bathrooms >= ?', f.minBathrooms);
   if (f.minLivingArea !== undefined) w.add('l.living_area >= ?', f.minLivingArea);
   if (f.updatedSince !== undefined) w.add('l.updated_at >= ?', f.updatedSince);
-  const geoDrives = source?.driver === 'geo';
-  const walks = source?.driver === 'walk';
   if (f.near) {
-    if (!geoDrives && !walks) {
-      const box = nearBoxes(f.near);
-      geoPrefilter(w, box.minLat, box.maxLat, box.lngs);
-    }
+    // The box around the circle (a range of the point index), then the exact distance.
+    const box = nearBoxes(f.near);
+    w.add('l.lat BETWEEN ? AND ?', box.minLat, box.maxLat);
+    if (box.lngs.length === 1) w.add('l.lon BETWEEN ? AND ?', ...box.lngs[0]);
+    else w.add(`(${box.lngs.map(() => 'l.lon BETWEEN ? AND ?').join(' OR ')})`, ...box.lngs.flat());
     w.add(`${DISTANCE_FN}(l.lat, l.lon, ?, ?) <= ?`, f.near.lat, f.near.lng, f.near.radiusKm * 1000);
   }
   if (f.bbox) {
     const { minLng, minLat, maxLng, maxLat } = f.bbox;
     const crosses = minLng > maxLng;
-    // The box drives unless near does.
-    if (!walks && (!geoDrives || f.near)) {
-      geoPrefilter(
-        w,
-        minLat,
-        maxLat,
-        crosses
-          ? [
-              [minLng, 180],
-              [-180, maxLng],
-            ]
-          : [[minLng, maxLng]],
-      );
-    }
-    // The R*Tree holds 32-bit floats rounded outwards: the exact test is on the stored doubles.
     w.add('l.lat BETWEEN ? AND ?', minLat, maxLat);
     if (crosses) w.add('(l.lon >= ? OR l.lon <= ?)', minLng, maxLng);
     else w.add('l.lon BETWEEN ? AND ?', minLng, maxLng);
@@ -206,12 +164,4 @@ export function filterWhere(accountId: string, f: ListingFilters, source?: Sourc
   if (match !== undefined && source?.driver !== 'text')
     w.add('EXISTS (SELECT 1 FROM search_text WHERE search_text MATCH ? AND search_text.rowid = l.id)', match);
   return w;
-}
-
-function geoPrefilter(w: Where, minLat: number, maxLat: number, lngs: LngRange[]): void {
-  const box = 'SELECT id FROM search_geo WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?';
-  w.add(
-    `l.id IN (${lngs.map(() => box).join(' UNION ALL ')})`,
-    ...lngs.flatMap(([from, to]) => [minLat, maxLat, from, to]),
-  );
 }

@@ -77,6 +77,8 @@ export const SCHEMA = `
   DROP INDEX IF EXISTS search_listings_type;
   CREATE INDEX IF NOT EXISTS search_listings_status_price ON search_listings (account_id, status, list_price);
   CREATE INDEX IF NOT EXISTS search_listings_type_price ON search_listings (account_id, property_type, status, list_price, bedrooms);
+  -- Points by latitude with what a geographic search reads: a box is one range, counted and sorted from the index.
+  CREATE INDEX IF NOT EXISTS search_listings_point ON search_listings (account_id, lat, lon, listing_id, updated_at, created_at, listed_at, list_price) WHERE lat IS NOT NULL;
   CREATE INDEX IF NOT EXISTS search_listings_city ON search_listings (account_id, city_key, city);
   CREATE INDEX IF NOT EXISTS search_listings_state ON search_listings (account_id, state_key);
   CREATE INDEX IF NOT EXISTS search_listings_postal ON search_listings (account_id, postal_key);
