@@ -140,10 +140,24 @@ export function filterWhere(accountId: string, f: ListingFilters, source?: Sourc
   if (f.externalId !== undefined) w.add('l.external_id = ?', f.externalId);
   if (f.minPrice !== undefined) w.add('l.list_price >= ?', f.minPrice);
   if (f.maxPrice !== undefined) w.add('l.list_price <= ?', f.maxPrice);
-  // A listing without the value compares as NULL and drops out, as the contract wants.
-  if (f.minBedrooms !== undefined) w.add('l.bedrooms >= ?', f.minBedrooms);
-  if (f.minBathrooms !== undefined) w.add('l.bathrooms >= ?', f.minBathrooms);
-  if (f.minLivingArea !== undefined) w.add('l.living_area >= ?', f.minLivingArea);
+  // A listing without the value compares as NULL and drops out, as the contract wants. Room and area minimums keep
+  // most listings: with a stronger filter beside them, `+` keeps the planner off their own indexes (it would read
+  // most of the account through one of them).
+  const weak =
+    f.status ||
+    f.propertyType ||
+    f.city !== undefined ||
+    f.stateOrProvince !== undefined ||
+    f.postalCode !== undefined ||
+    f.source !== undefined ||
+    f.externalId !== undefined ||
+    f.minPrice !== undefined ||
+    f.maxPrice !== undefined
+      ? '+'
+      : '';
+  if (f.minBedrooms !== undefined) w.add(`${weak}l.bedrooms >= ?`, f.minBedrooms);
+  if (f.minBathrooms !== undefined) w.add(`${weak}l.bathrooms >= ?`, f.minBathrooms);
+  if (f.minLivingArea !== undefined) w.add(`${weak}l.living_area >= ?`, f.minLivingArea);
   if (f.updatedSince !== undefined) w.add('l.updated_at >= ?', f.updatedSince);
   if (f.near) {
     // The box around the circle (a range of the point index), then the exact distance.
