@@ -46,7 +46,7 @@ export function matchExpression(q: string): string | undefined {
 
 export type LngRange = [number, number];
 
-/** The R*Tree boxes that hold every point within `radiusKm` of the centre (one per side of the antimeridian). */
+/** The boxes that hold every point within `radiusKm` of the centre (one per side of the antimeridian). */
 export function nearBoxes({ lat, lng, radiusKm }: { lat: number; lng: number; radiusKm: number }): {
   minLat: number;
   maxLat: number;
@@ -95,7 +95,7 @@ export class Where {
 }
 
 /**
- * Where a search's rows come from. A geographic filter drives from the R*Tree (the box's candidates, then the exact
+ * Where a search's rows come from. A geographic filter drives from the point index (the box's latitudes, then the exact
  * test and every other filter on their rows); otherwise `q` drives from the FTS5 matches; otherwise the listings
  * table, through whichever of its indexes fits. `from` names `search_listings` as `l` in every case.
  */
@@ -103,7 +103,7 @@ export interface Source {
   from: string;
   params: unknown[];
   /**
-   * How the rows are reached: by the R*Tree, the text index, or an index of the listings table (`walk`: the sort's
+   * How the rows are reached: by the point index, the text index, or an index of the listings table (`walk`: the sort's
    * index, in order, each row tested: geographic filters by their exact test alone, `q` by a lookup of the row).
    */
   driver: 'geo' | 'text' | 'table' | 'walk';

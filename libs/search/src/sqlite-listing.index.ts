@@ -44,7 +44,8 @@ import { filterKey } from './listing-projection';
 
 /**
  * The embedded profile's index in SQLite (docs/spec.md §2): indexed columns for filters, sorts and facets,
- * FTS5 for `q` (Porter stems, the last word as a prefix, BM25 ranking), an R*Tree for `near` and `bbox`.
+ * FTS5 for `q` (Porter stems, the last word as a prefix, BM25 ranking), a covering point index for `near` and `bbox`
+ * (the R*Tree of points is still kept, no longer read by searches).
  * Its tables are prefixed `search_`, so it can share the listings service's database file with the
  * document store. Every composite index starts with the account: every query names one.
  */

@@ -185,6 +185,28 @@ describe('sqlite listing index', () => {
     await Promise.all([written.close(), loaded.close()]);
   });
 
+  it('makes its kept counts once when it opens a file indexed before them', async () => {
+    const db = new Database(':memory:');
+    const index = new SqliteListingIndex(db);
+    await index.open();
+    await index.upsert(spread(200, 13).map((l) => ({ accountId: 'acc_a', listing: l })));
+    const ask = (filters: ListingFilters) =>
+      index.search({
+        accountId: 'acc_a',
+        filters,
+        sort: { by: 'createdAt', direction: 'desc' },
+        limit: 3,
+        facets: ['status', 'city'],
+      });
+    const before = [await ask({ status: ['active'] }), await ask({ minPrice: 100000 })];
+    db.exec('DROP TABLE search_cube; DROP TABLE search_price_counts; DELETE FROM search_counts');
+    const again = new SqliteListingIndex(db);
+    expect(await again.open()).toEqual({ created: false });
+    const after = [await ask({ status: ['active'] }), await ask({ minPrice: 100000 })];
+    expect(after.map(({ tookMs: _, ...r }) => r)).toEqual(before.map(({ tookMs: _, ...r }) => r));
+    db.close();
+  });
+
   it('answers every kind of search through an index: no statement scans a table', async () => {
     const index = new SqliteListingIndex(':memory:');
     await index.open();
@@ -233,7 +255,9 @@ describe('sqlite listing index', () => {
       // A plain `SCAN <table>` reads every row of every account; an index or a virtual table's own index is fine.
       expect({
         kind,
-        scans: plan.filter((line) => /\bSCAN \w+\b(?! USING (COVERING )?INDEX| (EXISTS )?VIRTUAL TABLE INDEX)/.test(line)),
+        scans: plan.filter((line) =>
+          /\bSCAN \w+\b(?! USING (COVERING )?INDEX| (EXISTS )?VIRTUAL TABLE INDEX)/.test(line),
+        ),
       }).toEqual({ kind, scans: [] });
     }
     await index.close();
