@@ -16,6 +16,13 @@ export const SORT_COLUMNS = {
   updatedAt: 'l.updated_at',
   createdAt: 'l.created_at',
 } as const;
+/** The index that walks each field order (every one starts with the account and ends with the id). */
+export const SORT_INDEXES = {
+  listPrice: 'search_listings_price_bands',
+  listedAt: 'search_listings_listed',
+  updatedAt: 'search_listings_updated',
+  createdAt: 'search_listings_created',
+} as const;
 /** Sort fields a listing may lack: those listings come after the others, either way. */
 export const NULLABLE = new Set<string>(['listedAt']);
 export const FACET_COLUMNS: Record<ListingFacet, { select: string }> = {
@@ -39,7 +46,7 @@ export function matchExpression(q: string): string | undefined {
 
 export type LngRange = [number, number];
 
-/** The R*Tree boxes that hold every point within `radiusKm` of the centre (one per side of the antimeridian). */
+/** The boxes that hold every point within `radiusKm` of the centre (one per side of the antimeridian). */
 export function nearBoxes({ lat, lng, radiusKm }: { lat: number; lng: number; radiusKm: number }): {
   minLat: number;
   maxLat: number;
@@ -87,8 +94,41 @@ export class Where {
   }
 }
 
-/** The filters (`q` aside: it is joined or matched where the query needs it) over `search_listings l`. */
-export function filterWhere(accountId: string, f: ListingFilters): Where {
+/**
+ * Where a search's rows come from. A geographic filter drives from the point index (the box's latitudes, then the exact
+ * test and every other filter on their rows); otherwise `q` drives from the FTS5 matches; otherwise the listings
+ * table, through whichever of its indexes fits. `from` names `search_listings` as `l` in every case.
+ */
+export interface Source {
+  from: string;
+  params: unknown[];
+  /**
+   * How the rows are reached: by the point index, the text index, or an index of the listings table (`walk`: the sort's
+   * index, in order, each row tested: geographic filters by their exact test alone, `q` by a lookup of the row).
+   */
+  driver: 'geo' | 'text' | 'table' | 'walk';
+}
+
+/** The rows a search starts from (see {@link Source}); `match` is the FTS5 expression of `q`, if any. */
+export function searchSource(f: ListingFilters, match: string | undefined): Source {
+  if (f.near || f.bbox)
+    // The point index covers the box test, the distance and the sorts: a box is one range of latitudes read in order,
+    // no row is visited unless another filter needs it.
+    return { from: 'search_listings l INDEXED BY search_listings_point', params: [], driver: 'geo' };
+  if (match !== undefined)
+    return {
+      from: '(SELECT rowid AS id FROM search_text WHERE search_text MATCH ?) t CROSS JOIN search_listings l ON l.id = t.id',
+      params: [match],
+      driver: 'text',
+    };
+  return { from: 'search_listings l', params: [], driver: 'table' };
+}
+
+/**
+ * The filters over `search_listings l`, after its {@link searchSource}: `q` and the geographic box that drives are
+ * left out (the source applies them); a second geographic filter, and `q` behind a geographic one, stay here.
+ */
+export function filterWhere(accountId: string, f: ListingFilters, source?: Source, match?: string): Where {
   const w = new Where().add('l.account_id = ?', accountId);
   const list = (values: readonly string[]) => values.map(() => '?').join(', ');
   if (f.status) w.add(`l.status IN (${list(f.status)})`, ...f.status);
@@ -100,42 +140,42 @@ export function filterWhere(accountId: string, f: ListingFilters): Where {
   if (f.externalId !== undefined) w.add('l.external_id = ?', f.externalId);
   if (f.minPrice !== undefined) w.add('l.list_price >= ?', f.minPrice);
   if (f.maxPrice !== undefined) w.add('l.list_price <= ?', f.maxPrice);
-  // A listing without the value compares as NULL and drops out, as the contract wants.
-  if (f.minBedrooms !== undefined) w.add('l.bedrooms >= ?', f.minBedrooms);
-  if (f.minBathrooms !== undefined) w.add('l.bathrooms >= ?', f.minBathrooms);
-  if (f.minLivingArea !== undefined) w.add('l.living_area >= ?', f.minLivingArea);
+  // A listing without the value compares as NULL and drops out, as the contract wants. Room and area minimums keep
+  // most listings: with a stronger filter beside them, `+` keeps the planner off their own indexes (it would read
+  // most of the account through one of them).
+  const weak =
+    f.status ||
+    f.propertyType ||
+    f.city !== undefined ||
+    f.stateOrProvince !== undefined ||
+    f.postalCode !== undefined ||
+    f.source !== undefined ||
+    f.externalId !== undefined ||
+    f.minPrice !== undefined ||
+    f.maxPrice !== undefined
+      ? '+'
+      : '';
+  if (f.minBedrooms !== undefined) w.add(`${weak}l.bedrooms >= ?`, f.minBedrooms);
+  if (f.minBathrooms !== undefined) w.add(`${weak}l.bathrooms >= ?`, f.minBathrooms);
+  if (f.minLivingArea !== undefined) w.add(`${weak}l.living_area >= ?`, f.minLivingArea);
   if (f.updatedSince !== undefined) w.add('l.updated_at >= ?', f.updatedSince);
   if (f.near) {
+    // The box around the circle (a range of the point index), then the exact distance.
     const box = nearBoxes(f.near);
-    geoPrefilter(w, box.minLat, box.maxLat, box.lngs);
+    w.add('l.lat BETWEEN ? AND ?', box.minLat, box.maxLat);
+    if (box.lngs.length === 1) w.add('l.lon BETWEEN ? AND ?', ...box.lngs[0]);
+    else w.add(`(${box.lngs.map(() => 'l.lon BETWEEN ? AND ?').join(' OR ')})`, ...box.lngs.flat());
     w.add(`${DISTANCE_FN}(l.lat, l.lon, ?, ?) <= ?`, f.near.lat, f.near.lng, f.near.radiusKm * 1000);
   }
   if (f.bbox) {
     const { minLng, minLat, maxLng, maxLat } = f.bbox;
     const crosses = minLng > maxLng;
-    geoPrefilter(
-      w,
-      minLat,
-      maxLat,
-      crosses
-        ? [
-            [minLng, 180],
-            [-180, maxLng],
-          ]
-        : [[minLng, maxLng]],
-    );
-    // The R*Tree holds 32-bit floats rounded outwards: the exact test is on the stored doubles.
     w.add('l.lat BETWEEN ? AND ?', minLat, maxLat);
     if (crosses) w.add('(l.lon >= ? OR l.lon <= ?)', minLng, maxLng);
     else w.add('l.lon BETWEEN ? AND ?', minLng, maxLng);
   }
+  // Behind a geographic source or a walk, each row is looked up in the text index by its key.
+  if (match !== undefined && source?.driver !== 'text')
+    w.add('EXISTS (SELECT 1 FROM search_text WHERE search_text MATCH ? AND search_text.rowid = l.id)', match);
   return w;
-}
-
-function geoPrefilter(w: Where, minLat: number, maxLat: number, lngs: LngRange[]): void {
-  const box = 'SELECT id FROM search_geo WHERE max_lat >= ? AND min_lat <= ? AND max_lon >= ? AND min_lon <= ?';
-  w.add(
-    `l.id IN (${lngs.map(() => box).join(' UNION ALL ')})`,
-    ...lngs.flatMap(([from, to]) => [minLat, maxLat, from, to]),
-  );
 }

@@ -6,6 +6,7 @@ import {
   SearchIndexUnavailable,
   type FacetCount,
   type IndexedListing,
+  type ListingFilters,
   type ListingHit,
   type ListingIndex,
   type ListingRemoval,
@@ -32,14 +33,19 @@ import {
   filterWhere,
   matchExpression,
   NULLABLE,
+  searchSource,
   SORT_COLUMNS,
-  type Where,
+  SORT_INDEXES,
+  Where,
+  type Source,
 } from './sqlite-listing-query';
-import { COLUMN_TYPES, COLUMNS, rowOf, SCHEMA } from './sqlite-listing-schema';
+import { COLUMN_TYPES, COLUMNS, priceBucket, RECOUNT, rowOf, SCHEMA } from './sqlite-listing-schema';
+import { filterKey } from './listing-projection';
 
 /**
  * The embedded profile's index in SQLite (docs/spec.md §2): indexed columns for filters, sorts and facets,
- * FTS5 for `q` (Porter stems, the last word as a prefix, BM25 ranking), an R*Tree for `near` and `bbox`.
+ * FTS5 for `q` (Porter stems, the last word as a prefix, BM25 ranking), a covering point index for `near` and `bbox`
+ * (the R*Tree of points is still kept, no longer read by searches).
  * Its tables are prefixed `search_`, so it can share the listings service's database file with the
  * document store. Every composite index starts with the account: every query names one.
  */
@@ -72,6 +78,8 @@ interface FacetRow {
 interface PageRow {
   /** The row's key, which also keys its document, text and point. */
   rid: number;
+  /** Every match's count, when the page's statement counts them. */
+  total?: number;
   id: string;
   value: number | null;
   lat: number | null;
@@ -115,17 +123,36 @@ export class SqliteListingIndex implements ListingIndex {
     return this.guard('open the index', () =>
       this.db
         .transaction(() => {
-          const exists =
-            this.db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'search_listings'").get() !==
-            undefined;
+          const table = (name: string) =>
+            this.db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+          const exists = table('search_listings');
+          const counted = table('search_cube');
+          // A file made before the price bands: each row gets its band, then the counts are made once.
+          if (
+            exists &&
+            !(this.db.prepare('PRAGMA table_info(search_listings)').all() as Array<{ name: string }>).some(
+              (c) => c.name === 'price_bucket',
+            )
+          ) {
+            this.db.exec('ALTER TABLE search_listings ADD COLUMN price_bucket INTEGER NOT NULL DEFAULT 0');
+            const band = this.db.prepare('UPDATE search_listings SET price_bucket = ? WHERE id = ?');
+            for (const row of this.db.prepare('SELECT id, list_price AS price FROM search_listings').all() as Array<{
+              id: number;
+              price: number;
+            }>)
+              band.run(priceBucket(row.price), row.id);
+          }
           this.db.exec(SCHEMA);
+          if (exists && !counted) this.recount();
+          const resoExists = table('search_reso');
           this.db.exec(RESO_SCHEMA);
           // A field indexed since the table was made: its column is added, null for the rows already there.
           const columns = (this.db.prepare('PRAGMA table_info(search_reso)').all() as Array<{ name: string }>).map(
             (c) => c.name,
           );
           for (const statement of resoColumnsToAdd(columns)) this.db.exec(statement);
-          this.backfillReso();
+          // Listings indexed before the RESO tables existed get their rows once, when the tables are made.
+          if (exists && !resoExists) this.backfillReso();
           return { created: !exists };
         })
         .immediate(),
@@ -242,6 +269,70 @@ export class SqliteListingIndex implements ListingIndex {
     return run;
   }
 
+  /**
+   * Fills an index that holds no listing, many times faster than `upsert`: in one transaction, rows go in without
+   * their secondary indexes and count triggers, which are then built once from the whole table (a sort instead of a
+   * million B-tree insertions), and the counts are computed in one pass. For a first import into a new data folder
+   * (and the bench's million listings); an index that already holds listings is refused.
+   */
+  async load(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
+    await this.gate?.turn();
+    const held = this.guard('read the index', () =>
+      this.db
+        .prepare('SELECT EXISTS (SELECT 1 FROM search_listings) OR EXISTS (SELECT 1 FROM search_removed) AS n')
+        .get(),
+    ) as { n: number };
+    if (held.n) throw new Error('load fills an empty index only: this one holds listings');
+    const derived = this.db
+      .prepare(
+        `SELECT type, name, sql FROM sqlite_schema WHERE type IN ('index', 'trigger') AND sql IS NOT NULL
+         AND tbl_name IN ('search_listings', 'search_reso', 'search_reso_values')`,
+      )
+      .all() as Array<{ type: 'index' | 'trigger'; name: string; sql: string }>;
+    let indexed = 0;
+    // Building an index sorts the whole table: with room for it in memory the sort needs fewer passes over temp files.
+    const cacheSize = this.db.pragma('cache_size', { simple: true }) as number;
+    this.db.pragma('cache_size = -262144');
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const { type, name } of derived) this.db.exec(`DROP ${type.toUpperCase()} "${name}"`);
+      this.statements.clear();
+      const row = this.db.prepare(
+        `INSERT INTO search_listings (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')}) RETURNING id`,
+      );
+      const doc = this.db.prepare('INSERT INTO search_docs (id, doc) VALUES (?, ?)');
+      const text = this.db.prepare('INSERT INTO search_text (rowid, text) VALUES (?, ?)');
+      const point = this.db.prepare(
+        'INSERT INTO search_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)',
+      );
+      for await (const batch of read()) {
+        for (const item of batch) {
+          const fields = projectListing(item);
+          const { id } = row.get(...rowOf(fields)) as { id: number };
+          doc.run(id, JSON.stringify(item.listing));
+          text.run(id, fields.searchText);
+          if (fields.location) {
+            const { lat, lon } = fields.location;
+            point.run(id, lat, lat, lon, lon);
+          }
+          this.writeReso(id, fields.accountId, item.listing, false);
+        }
+        indexed += batch.length;
+      }
+      for (const { sql } of derived) this.db.exec(sql);
+      this.recount();
+      this.db.exec('ANALYZE search_listings; ANALYZE search_reso; ANALYZE search_reso_values');
+      this.db.exec('COMMIT');
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    } finally {
+      this.statements.clear();
+      this.db.pragma(`cache_size = ${cacheSize}`);
+    }
+    return { indexed };
+  }
+
   async *scanIds(): AsyncIterable<Array<{ id: string; version: number }>> {
     let after = '';
     for (;;) {
@@ -266,15 +357,30 @@ export class SqliteListingIndex implements ListingIndex {
     if (this.owned && this.db.open) this.db.close();
   }
 
-  /** The query plans of every statement a search runs (tests and benchmarks check that each kind uses an index). */
+  /**
+   * The query plans of every statement a search runs (tests and benchmarks check that each kind uses an index). The
+   * statements run too, so the plans are those of the choices a search makes from what it counted.
+   */
   explain(search: ListingSearch): string[] {
     const plans: string[] = [];
-    const plan = (sql: string, params: unknown[]): [] => {
+    const plan = (sql: string, params: unknown[]) => {
       const rows = this.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>;
-      plans.push(sql.replace(/\s+/g, ' ').slice(0, 60), ...rows.map((r) => `  ${r.detail}`));
-      return [];
+      plans.push(sql.replace(/\s+/g, ' ').slice(0, 90), ...rows.map((r) => `  ${r.detail}`));
     };
-    this.execute(search, plan, plan);
+    this.execute(
+      search,
+      (sql, params) => {
+        plan(sql, params);
+        return this.db.prepare(sql).all(...params);
+      },
+      (sql, params) => {
+        plan(sql, params);
+        return this.db
+          .prepare(sql)
+          .raw(true)
+          .iterate(...params) as Iterable<unknown[]>;
+      },
+    );
     return plans;
   }
 
@@ -286,52 +392,56 @@ export class SqliteListingIndex implements ListingIndex {
     if (filters.q !== undefined && match === undefined) {
       return { items: [], total: 0, next: null, facets: Object.fromEntries(search.facets.map((f) => [f, []])) };
     }
-    const where = filterWhere(search.accountId, filters);
-    if (match !== undefined) where.add('l.id IN (SELECT rowid FROM search_text WHERE search_text MATCH ?)', match);
-
-    const facets: Partial<Record<ListingFacet, FacetCount[]>> = {};
-    let total: number | undefined;
-    const unfiltered = Object.values(filters).every((value) => value === undefined);
-    const kept = unfiltered
-      ? (run('SELECT facet, value, n FROM search_counts WHERE account_id = ? AND n > 0', [
-          search.accountId,
-        ]) as Array<FacetRow>)
-      : [];
-    if (unfiltered) total = kept.reduce((sum, g) => sum + (g.facet === 'status' ? g.n : 0), 0);
-    // Filtered: every facet asked for, and the total, counted here in one pass over the matches' index entries
-    // (a GROUP BY would sort them all first).
-    const counted =
-      !unfiltered && search.facets.length > 0 ? search.facets.map(() => new Map<string, number>()) : undefined;
-    if (counted) {
-      const columns = search.facets.map((f) => FACET_COLUMNS[f].select).join(', ');
-      let n = 0;
-      for (const row of scan(`SELECT ${columns} FROM search_listings l WHERE ${where.sql}`, where.params)) {
-        n++;
-        for (let i = 0; i < counted.length; i++)
-          counted[i].set(row[i] as string, (counted[i].get(row[i] as string) ?? 0) + 1);
-      }
-      total = n;
+    const source = searchSource(filters, match);
+    const where = filterWhere(search.accountId, filters, source, match);
+    // A geographic search's matches are few (its box bounds them): its first page and total come from one pass over
+    // them (every match is read and sorted once, the count taken on the way) rather than a count and then a page.
+    const onePass =
+      source.driver === 'geo' &&
+      search.facets.length === 0 &&
+      !search.after &&
+      sort.by !== 'relevance' &&
+      !NULLABLE.has(sort.by);
+    if (onePass) {
+      const rows = this.sortedPage(search, source, where, run, true);
+      return this.answer(search, rows, rows[0]?.total ?? 0, {}, run);
     }
+    const { total, counts } = this.tally(search, source, where, run, scan);
+    const facets: Partial<Record<ListingFacet, FacetCount[]>> = {};
     search.facets.forEach((name, i) => {
-      let groups: FacetRow[];
-      if (counted) groups = [...counted[i]].map(([value, n]) => ({ value, n }));
-      else groups = kept.filter((g) => g.facet === name);
-      facets[name] = groups
-        .sort((a, b) => b.n - a.n || byValue(a.value, b.value))
+      facets[name] = [...counts[i]]
+        .filter(([, n]) => n > 0)
+        .sort(([a, m], [b, n]) => n - m || byValue(a, b))
         .slice(0, FACET_SIZE)
-        .map((g) => ({ value: g.value, count: g.n }));
+        .map(([value, count]) => ({ value, count }));
     });
-    total ??=
-      (run(`SELECT count(*) AS n FROM search_listings l WHERE ${where.sql}`, where.params) as Array<{ n: number }>)[0]
-        ?.n ?? 0;
 
-    const rows =
-      match !== undefined && sort.by === 'relevance'
-        ? this.relevancePage(search, match, run)
-        : this.sortedPage(search, where, run);
+    let rows: PageRow[];
+    if (match !== undefined && sort.by === 'relevance') rows = this.relevancePage(search, source, where, run);
+    else if (sort.by !== 'relevance' && sort.by !== 'distance' && this.walks(search, total, run)) {
+      // Many matches: the sort's index, walked in order with each row tested, finds a page in a few entries per item
+      // where sorting every match would read them all.
+      const walk: Source = {
+        from: `search_listings l INDEXED BY ${SORT_INDEXES[sort.by]}`,
+        params: [],
+        driver: 'walk',
+      };
+      rows = this.sortedPage(search, walk, filterWhere(search.accountId, filters, walk, match), run);
+    } else rows = this.sortedPage(search, source, where, run);
+    return this.answer(search, rows, total, facets, run);
+  }
+
+  /** The page's documents (with their distances from `near`), and where the next page starts. */
+  private answer(
+    search: ListingSearch,
+    rows: PageRow[],
+    total: number,
+    facets: Partial<Record<ListingFacet, FacetCount[]>>,
+    run: Run,
+  ): Omit<ListingSearchResult, 'tookMs'> {
     const page = rows.slice(0, search.limit);
     const last = page[page.length - 1];
-    const near = filters.near;
+    const near = search.filters.near;
     const docs = new Map<number, string>();
     if (page.length > 0) {
       const found = run('SELECT d.id, d.doc FROM json_each(?) j JOIN search_docs d ON d.id = j.value', [
@@ -347,6 +457,112 @@ export class SqliteListingIndex implements ListingIndex {
     });
     const next: SearchAfter | null = rows.length > search.limit && last ? { value: last.value, id: last.id } : null;
     return { items, total, next, facets };
+  }
+
+  /**
+   * The total and the facet counts (one map per facet asked for), from the cheapest source that is exact: the kept
+   * counts of the whole account, of status/type/city combinations, or of price bands (plus the listings of the two
+   * edge bands); otherwise one pass over the matches' index entries.
+   */
+  private tally(
+    search: ListingSearch,
+    source: Source,
+    where: Where,
+    run: Run,
+    scan: Scan,
+  ): { total: number; counts: Array<Map<string, number>> } {
+    const { accountId, filters } = search;
+    const counts = search.facets.map(() => new Map<string, number>());
+    const add = (facet: string, value: string, n: number) => {
+      const i = search.facets.indexOf(facet as ListingFacet);
+      if (i >= 0) counts[i].set(value, (counts[i].get(value) ?? 0) + n);
+    };
+    const given = (Object.keys(filters) as Array<keyof ListingFilters>).filter((k) => filters[k] !== undefined);
+    let total = 0;
+
+    if (given.length === 0) {
+      for (const g of run('SELECT facet, value, n FROM search_counts WHERE account_id = ? AND n > 0', [
+        accountId,
+      ]) as FacetRow[]) {
+        if (g.facet === 'status') total += g.n;
+        add(g.facet!, g.value, g.n);
+      }
+      return { total, counts };
+    }
+
+    if (given.every((k) => k === 'status' || k === 'propertyType' || k === 'city')) {
+      const cube = new Where().add('account_id = ?', accountId);
+      const list = (values: readonly string[]) => values.map(() => '?').join(', ');
+      if (filters.status) cube.add(`status IN (${list(filters.status)})`, ...filters.status);
+      if (filters.propertyType) cube.add(`property_type IN (${list(filters.propertyType)})`, ...filters.propertyType);
+      if (filters.city !== undefined) cube.add('city_key = ?', filterKey(filters.city));
+      for (const [status, type, city, n] of scan(
+        `SELECT status, property_type, city, n FROM search_cube WHERE ${cube.sql} AND n > 0`,
+        cube.params,
+      ) as Iterable<[string, string, string, number]>) {
+        total += n;
+        add('status', status, n);
+        add('propertyType', type, n);
+        add('city', city, n);
+      }
+      return { total, counts };
+    }
+
+    const { minPrice, maxPrice } = filters;
+    // Prices are above 0: a lower bound of 0 or less bounds nothing.
+    const lo = minPrice === undefined || !(minPrice > 0) ? undefined : priceBucket(minPrice);
+    const hi = maxPrice === undefined || !(maxPrice > 0) ? undefined : priceBucket(maxPrice);
+    if (
+      given.every((k) => k === 'minPrice' || k === 'maxPrice') &&
+      (maxPrice === undefined || hi !== undefined) &&
+      (lo === undefined || hi === undefined || hi - lo >= 2)
+    ) {
+      const wanted = ['', ...search.facets];
+      for (const [facet, value, n] of scan(
+        `SELECT facet, value, sum(n) FROM search_price_counts WHERE account_id = ? AND bucket > ? AND bucket < ?
+         AND facet IN (${wanted.map(() => '?').join(', ')}) GROUP BY facet, value`,
+        [accountId, lo ?? -1e9, hi ?? 1e9, ...wanted],
+      ) as Iterable<[string, string, number]>) {
+        if (facet === '') total += n;
+        else add(facet, value, n);
+      }
+      // The edge bands, from the price index: the band's number decides, the price bounds only narrow the range read.
+      const edges: Array<[number, number, number]> = [];
+      if (lo !== undefined) edges.push([lo, minPrice!, Math.min(maxPrice ?? Infinity, 2 ** ((lo + 1) / 32) * 1.001)]);
+      if (hi !== undefined) edges.push([hi, Math.max(minPrice ?? 0, 2 ** (hi / 32) / 1.001), maxPrice!]);
+      const columns = search.facets.map((f) => FACET_COLUMNS[f].select);
+      for (const [band, from, to] of edges) {
+        for (const row of scan(
+          `SELECT ${['1', ...columns].join(', ')} FROM search_listings l
+           WHERE l.account_id = ? AND l.list_price >= ? AND l.list_price <= ? AND l.price_bucket = ?`,
+          [accountId, from, to, band],
+        )) {
+          total++;
+          search.facets.forEach((facet, i) => add(facet, row[i + 1] as string, 1));
+        }
+      }
+      return { total, counts };
+    }
+
+    // Every match once, through the source's index: the total, and each facet asked for counted in the same pass
+    // (a GROUP BY would sort the matches first).
+    if (search.facets.length === 0) {
+      const [row] = run(`SELECT count(*) AS n FROM ${source.from} WHERE ${where.sql}`, [
+        ...source.params,
+        ...where.params,
+      ]) as Array<{ n: number }>;
+      return { total: row?.n ?? 0, counts };
+    }
+    const columns = search.facets.map((f) => FACET_COLUMNS[f].select).join(', ');
+    for (const row of scan(`SELECT ${columns} FROM ${source.from} WHERE ${where.sql}`, [
+      ...source.params,
+      ...where.params,
+    ])) {
+      total++;
+      for (let i = 0; i < counts.length; i++)
+        counts[i].set(row[i] as string, (counts[i].get(row[i] as string) ?? 0) + 1);
+    }
+    return { total, counts };
   }
 
   private async replace(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
@@ -407,6 +623,11 @@ export class SqliteListingIndex implements ListingIndex {
     }
   }
 
+  /** The kept counts, made anew from the listing rows. */
+  private recount(): void {
+    this.db.exec(RECOUNT);
+  }
+
   /** Writes one listing's row (a newer version of it in the staging table) and, in the live index, its text and point. */
   private write(table: 'search_listings' | 'temp.search_staging', fields: ListingFields, listing: Listing): void {
     const staging = table !== 'search_listings';
@@ -439,10 +660,11 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   /** The listing's RESO row and collection values (see sqlite-field-query.ts), replacing the old ones. */
-  private writeReso(id: number, accountId: string, listing: Listing): void {
+  private writeReso(id: number, accountId: string, listing: Listing, replacing = true): void {
     const sql = resoRowStatements();
     const record = propertyIndexRecord(listing);
-    this.statement(sql.clearValues).run(id);
+    // A new row has no old values (and in a bulk load their index, which the deletion would need, is not built yet).
+    if (replacing) this.statement(sql.clearValues).run(id);
     this.statement(sql.row).run(...resoRowParams(id, accountId, record));
     for (const params of resoValueParams(id, record)) this.statement(sql.value).run(...params);
   }
@@ -473,15 +695,20 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   /** Best BM25 first (FTS5's bm25() is lower for better matches), ties by id; the FTS5 table drives the join. */
-  private relevancePage(search: ListingSearch, match: string, run: Run): PageRow[] {
-    const where = filterWhere(search.accountId, search.filters);
+  private relevancePage(search: ListingSearch, source: Source, where: Where, run: Run): PageRow[] {
     const score = '-bm25(search_text)';
     const after = search.after;
     const keyset = after ? ` AND (${score} < ? OR (${score} = ? AND l.listing_id > ?))` : '';
-    const sql = `SELECT l.id AS rid, l.listing_id AS id, ${score} AS value, l.lat, l.lon FROM search_text JOIN search_listings l ON l.id = search_text.rowid
+    // bm25() needs the FTS5 cursor itself: the text table is joined here by its own MATCH, whatever drives.
+    const text = source.driver === 'text';
+    const from = text
+      ? 'search_text CROSS JOIN search_listings l ON l.id = search_text.rowid'
+      : `${source.from} CROSS JOIN search_text ON search_text.rowid = l.id`;
+    const sql = `SELECT l.id AS rid, l.listing_id AS id, ${score} AS value, l.lat, l.lon FROM ${from}
       WHERE search_text MATCH ? AND ${where.sql}${keyset} ORDER BY value DESC, l.listing_id LIMIT ?`;
     const params = [
-      match,
+      ...(text ? [] : source.params),
+      source.driver === 'text' ? source.params[0] : matchExpression(search.filters.q!),
       ...where.params,
       ...(after ? [after.value ?? 0, after.value ?? 0, after.id] : []),
       search.limit + 1,
@@ -493,7 +720,7 @@ export class SqliteListingIndex implements ListingIndex {
    * Field and distance orders, ties by id in the same direction. Listings without the value come last either
    * way: a second query over them (by id) completes a page the first one leaves short.
    */
-  private sortedPage(search: ListingSearch, where: Where, run: Run): PageRow[] {
+  private sortedPage(search: ListingSearch, source: Source, where: Where, run: Run, counted = false): PageRow[] {
     const { sort, after, filters } = search;
     const keep = search.limit + 1;
     let expr: string;
@@ -510,28 +737,42 @@ export class SqliteListingIndex implements ListingIndex {
       expr = SORT_COLUMNS[sort.by];
       direction = sort.direction === 'desc' ? 'DESC' : 'ASC';
     }
+    const from = source.from;
     const nullable = sort.by !== 'relevance' && NULLABLE.has(sort.by);
     const cmp = direction === 'ASC' ? '>' : '<';
-    const select = `SELECT l.id AS rid, l.listing_id AS id, ${expr} AS value, l.lat, l.lon FROM search_listings l WHERE ${where.sql}`;
+    // `counted`: every row also carries the number of matches (counted before the sort and the limit).
+    const select = `SELECT l.id AS rid, l.listing_id AS id, ${expr} AS value, l.lat, l.lon${counted ? ', count(*) OVER () AS total' : ''} FROM ${from} WHERE ${where.sql}`;
+    const filterParams = [...exprParams, ...source.params, ...where.params];
     const rows: PageRow[] = [];
     if (!after || after.value !== null || !nullable) {
       const keyset = after ? ` AND (${expr}, l.listing_id) ${cmp} (?, ?)` : '';
       const sql = `${select}${nullable ? ` AND ${expr} IS NOT NULL` : ''}${keyset} ORDER BY value ${direction}, l.listing_id ${direction} LIMIT ?`;
-      const params = [
-        ...exprParams,
-        ...where.params,
-        ...(after ? [...exprParams, after.value ?? 0, after.id] : []),
-        keep,
-      ];
+      const params = [...filterParams, ...(after ? [...exprParams, after.value ?? 0, after.id] : []), keep];
       rows.push(...(run(sql, params) as PageRow[]));
     }
     if (nullable && rows.length < keep) {
       const keyset = after && after.value === null ? ` AND l.listing_id ${cmp} ?` : '';
       const sql = `${select} AND ${expr} IS NULL${keyset} ORDER BY l.listing_id ${direction} LIMIT ?`;
-      const params = [...exprParams, ...where.params, ...(keyset ? [after!.id] : []), keep - rows.length];
+      const params = [...filterParams, ...(keyset ? [after!.id] : []), keep - rows.length];
       rows.push(...(run(sql, params) as PageRow[]));
     }
     return rows;
+  }
+
+  /**
+   * Whether walking the sort's index beats sorting the matches: a walk reads about (page + 1) × listings / matches
+   * entries (matches spread through the order), sorting reads every match.
+   */
+  private walks(search: ListingSearch, total: number, run: Run): boolean {
+    return total * total > (search.limit + 1) * this.accountSize(search.accountId, run);
+  }
+
+  /** How many listings the account holds (its kept status counts). */
+  private accountSize(accountId: string, run: Run): number {
+    const [row] = run("SELECT sum(n) AS n FROM search_counts WHERE account_id = ? AND facet = 'status'", [
+      accountId,
+    ]) as Array<{ n: number | null }>;
+    return row?.n ?? 0;
   }
 
   private statement(sql: string): Database.Statement {

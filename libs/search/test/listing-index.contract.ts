@@ -396,6 +396,52 @@ export function listingIndexContract(name: string, harness: () => IndexHarness) 
       expect((await search()).facets).toEqual({});
     });
 
+    it('counts the total and facets of a price range alone, and of status, type and city alone, over every match', async () => {
+      await seed();
+      const facets = ['status', 'propertyType', 'city'] as const;
+      /** The expected answer, counted here from the seven listings. */
+      const expected = (keep: (l: Listing) => boolean) => {
+        const matches = ALL.filter(keep);
+        const count = (value: (l: Listing) => string) => {
+          const n = new Map<string, number>();
+          for (const l of matches) n.set(value(l), (n.get(value(l)) ?? 0) + 1);
+          return [...n].sort(([a, m], [b, k]) => k - m || (a < b ? -1 : 1)).map(([value, count]) => ({ value, count }));
+        };
+        return {
+          total: matches.length,
+          facets: {
+            status: count((l) => l.status),
+            propertyType: count((l) => l.propertyDetails.propertyType),
+            city: count((l) => l.location.address.city),
+          },
+        };
+      };
+      const price = (l: Listing) => l.pricing.listPrice;
+      const cases: Array<[ListingFilters, (l: Listing) => boolean]> = [
+        [{ minPrice: 100000 }, (l) => price(l) >= 100000],
+        [{ minPrice: 99000 }, (l) => price(l) >= 99000],
+        [{ maxPrice: 650000 }, (l) => price(l) <= 650000],
+        [{ maxPrice: 649999 }, (l) => price(l) <= 649999],
+        [{ minPrice: 150000, maxPrice: 650000 }, (l) => price(l) >= 150000 && price(l) <= 650000],
+        [{ minPrice: 300000, maxPrice: 300000 }, (l) => price(l) === 300000],
+        [{ minPrice: 1, maxPrice: 2000000 }, () => true],
+        [{ status: ['active', 'pending'] }, (l) => l.status === 'active' || l.status === 'pending'],
+        [{ city: 'AUSTIN' }, (l) => l.location.address.city === 'Austin'],
+        [
+          { propertyType: ['land'], city: 'round rock' },
+          (l) => l.propertyDetails.propertyType === 'land' && l.location.address.city === 'Round Rock',
+        ],
+        [
+          { status: ['active'], propertyType: ['residential', 'land'] },
+          (l) => l.status === 'active' && ['residential', 'land'].includes(l.propertyDetails.propertyType),
+        ],
+      ];
+      for (const [filters, keep] of cases) {
+        const page = await search({ filters, limit: 1, facets: [...facets] });
+        expect({ filters, total: page.total, facets: page.facets }).toEqual({ filters, ...expected(keep) });
+      }
+    });
+
     it("sorts by distance from near either way, reports every hit's distance, and pages by it", async () => {
       await seed();
       const near = { lat: 30.2672, lng: -97.7431, radiusKm: 40 };
