@@ -204,17 +204,17 @@ export class SqliteUnitOfWork implements UnitOfWork {
               const queued = this.queue.shift() as Queued;
               const entry: (typeof group)[number] = { queued, ok: false };
               group.push(entry);
-              db.exec('SAVEPOINT unit');
+              this.deps.store.statement('SAVEPOINT unit').run();
               try {
                 entry.value = await this.current.run(queued.unit, () => queued.work(queued.unit));
-                db.exec('RELEASE unit');
+                this.deps.store.statement('RELEASE unit').run();
                 entry.ok = true;
               } catch (err) {
                 entry.error = err;
                 // The unit's own writes go; a failure that ended the whole transaction fails the group.
                 if (!db.inTransaction) throw err;
-                db.exec('ROLLBACK TO unit');
-                db.exec('RELEASE unit');
+                this.deps.store.statement('ROLLBACK TO unit').run();
+                this.deps.store.statement('RELEASE unit').run();
               }
             }
           });
