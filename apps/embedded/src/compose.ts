@@ -130,6 +130,8 @@ export async function composeEmbedded(
     },
     options: config.webhooks,
     units: units(stores.webhooks),
+    // SQLite units run in the order they start and commit together: a burst of events is stored with one commit.
+    intakeConcurrency: 32,
     ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
   });
   const gateway = await composeGateway({
