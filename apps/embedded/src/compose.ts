@@ -30,6 +30,9 @@ export interface EmbeddedProduct {
   close(): Promise<void>;
 }
 
+/** Pages of write-ahead log a service file gathers before a commit copies them into the file (docs/decisions/0127-sqlite-group-commit.md). */
+const WAL_CHECKPOINT_PAGES = 10_000;
+
 /**
  * The embedded profile: the five services in one process, each with its own SQLite file in
  * DATA_DIR (documents, outbox, jobs; the listing search index in the listings file), talking over
@@ -53,6 +56,9 @@ export async function composeEmbedded(
     leads: SqliteDocumentStore.open(storeFile(config.dataDir, 'leads')),
     webhooks: SqliteDocumentStore.open(storeFile(config.dataDir, 'webhooks')),
   };
+  // A checkpoint copies the write-ahead log into the file and syncs both, inside the commit that crosses the
+  // limit: every 10,000 pages (about 40 MB of log) rather than SQLite's 1,000, a tenth of the syncs.
+  for (const store of Object.values(stores)) store.database.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   const listingIndex =
     options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
   // Each service's writes, their events and (listings) the search rows commit in one transaction of its file.
