@@ -153,6 +153,7 @@ describe('listings: media summary from media.media.changed is idempotent by medi
       bus,
       units: unitsFor(store, bus, log),
       requeueUnfinishedJobs: true,
+      waitForSearchEngine: false,
       log,
       index: new MemoryListingIndex(),
       feeds: { secretKey: 'media-test-feeds-key-0123456789-0123', allowPrivateSources: false },

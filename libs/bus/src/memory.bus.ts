@@ -29,6 +29,9 @@ interface Group {
 }
 
 const DEFAULT_MAX_DELIVER = 8;
+/** JetStream's duplicate window, and the ids kept before older ones are looked at for forgetting. */
+const DUPLICATE_WINDOW_MS = 120_000;
+const DUPLICATE_WINDOW_KEPT = 10_000;
 
 /**
  * In-process bus for the embedded profile. Each durable group gets every message once, in
@@ -207,9 +210,16 @@ export class MemoryBus implements Bus {
   /** Mirrors JetStream's duplicate window: the same message id within two minutes is dropped. */
   private isDuplicate(msgId: string): boolean {
     const now = Date.now();
-    if (this.seen.size > 10_000) for (const [id, at] of this.seen) if (now - at > 120_000) this.seen.delete(id);
+    // The map is in insertion order, oldest first: forget from the front until an entry inside the window.
+    if (this.seen.size > DUPLICATE_WINDOW_KEPT)
+      for (const [id, at] of this.seen) {
+        if (now - at <= DUPLICATE_WINDOW_MS) break;
+        this.seen.delete(id);
+      }
     const at = this.seen.get(msgId);
-    if (at !== undefined && now - at <= 120_000) return true;
+    if (at !== undefined && now - at <= DUPLICATE_WINDOW_MS) return true;
+    // Re-inserted at the back, so the map stays in time order.
+    this.seen.delete(msgId);
     this.seen.set(msgId, now);
     return false;
   }

@@ -15,8 +15,12 @@ export interface SqliteTransactions {
   statement(sql: string): Database.Statement;
 }
 
-/** Events of committed units waiting to be published beyond which a unit waits for them before it resolves. */
+/** Events of committed units being published beyond which a unit waits for some of them before it resolves. */
 const MAX_BACKLOG = 1000;
+/** Units waiting for the connection that commit together (each in its own savepoint): one commit for all of them. */
+const MAX_GROUP = 64;
+/** Rows of published events kept before a unit deletes them (the relay's sweep deletes the rest). */
+const DELETE_BATCH = 64;
 
 /** The outbox table, beside the collections in the service's file. */
 const TABLE = '"outbox$events"';
@@ -77,15 +81,34 @@ class SqliteUnit implements Unit {
  * before publishing leaves the rows, which the relay publishes (a repeat after a crash is harmless: consumers
  * are idempotent by event id).
  */
+interface Queued {
+  unit: SqliteUnit;
+  work: (unit: Unit) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * The unit of work on one SQLite file: a unit is a transaction of the store (`BEGIN IMMEDIATE` ... `COMMIT`)
+ * holding its documents, its events (rows of an outbox table) and whatever else it writes on the connection (the
+ * listing search index). Units that wait for the connection while one runs commit together: each runs in its own
+ * savepoint of one transaction (a failing unit rolls back alone), and none resolves before that transaction
+ * committed. Once committed, the units' events are published in commit order, without waiting for the consumers
+ * of earlier ones; the rows of published events are deleted, some at a time, by a later unit's transaction or the
+ * relay's next sweep. A process that dies before publishing leaves the rows, which the relay publishes (a repeat
+ * after a crash is harmless: consumers are idempotent by event id).
+ */
 export class SqliteUnitOfWork implements UnitOfWork {
   private readonly current = new AsyncLocalStorage<SqliteUnit>();
   /** Rows being published by the unit that committed them: the sweep leaves them alone. */
   private readonly inFlight = new Set<number>();
   /** Rows published and not yet deleted. */
   private readonly published = new Set<number>();
-  /** Committed units' events being published, in commit order, and how many are waiting. */
-  private publishing: Promise<void> = Promise.resolve();
-  private backlog = 0;
+  /** Publishes under way (the in-process consumers of committed units' events). */
+  private readonly outstanding = new Set<Promise<void>>();
+  /** Units waiting for the connection, and whether a group is running them. */
+  private readonly queue: Queued[] = [];
+  private draining = false;
 
   constructor(
     private readonly deps: {
@@ -102,27 +125,19 @@ export class SqliteUnitOfWork implements UnitOfWork {
   async run<R>(work: (unit: Unit) => Promise<R>): Promise<R> {
     const open = this.current.getStore();
     if (open) return work(open);
-    const unit = new SqliteUnit(this);
-    const cleared = [...this.published];
-    let result: R;
-    try {
-      result = await this.deps.store.transaction(() =>
-        this.current.run(unit, () => {
-          this.deleteRows(cleared);
-          return work(unit);
-        }),
-      );
-    } catch (err) {
-      for (const { seq } of unit.staged) this.inFlight.delete(seq);
-      throw err;
-    }
-    for (const seq of cleared) this.published.delete(seq);
-    // Published behind the request, in commit order (the in-process consumers run outside it); a request
-    // waits only when the events of committed units pile up, so a busy process builds no unbounded backlog.
-    this.backlog += unit.staged.length;
-    this.publishing = this.publishing.then(() => this.publish(unit.staged));
-    if (this.backlog > MAX_BACKLOG) await this.publishing;
-    return result;
+    const result = new Promise<R>((resolve, reject) => {
+      this.queue.push({
+        unit: new SqliteUnit(this),
+        work,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+    });
+    if (!this.draining) void this.drain();
+    const value = await result;
+    // A busy process builds no unbounded backlog of events: past it, a request waits for some to be published.
+    while (this.outstanding.size > MAX_BACKLOG) await Promise.race(this.outstanding);
+    return value;
   }
 
   batch<R>(fn: () => Promise<R>): Promise<R> {
@@ -131,7 +146,7 @@ export class SqliteUnitOfWork implements UnitOfWork {
 
   /** Resolves when every committed unit's events were published (or left to the relay). */
   async settled(): Promise<void> {
-    await this.publishing;
+    while (this.outstanding.size > 0) await Promise.allSettled([...this.outstanding]);
   }
 
   async sweep(publish: (entries: OutboxEntry[]) => Promise<void>, limit: number): Promise<boolean> {
@@ -171,6 +186,65 @@ export class SqliteUnitOfWork implements UnitOfWork {
     return seq;
   }
 
+  /**
+   * Runs the waiting units, as many as wait (up to MAX_GROUP) in one transaction, each in a savepoint; then settles
+   * them: the committed ones publish and resolve, the failed ones reject. Again while units wait.
+   */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) {
+        const group: { queued: Queued; ok: boolean; value?: unknown; error?: unknown }[] = [];
+        const cleared = this.published.size >= DELETE_BATCH ? [...this.published] : [];
+        const db = this.deps.store.database;
+        try {
+          await this.deps.store.transaction(async () => {
+            this.deleteRows(cleared);
+            while (this.queue.length > 0 && group.length < MAX_GROUP) {
+              const queued = this.queue.shift() as Queued;
+              const entry: (typeof group)[number] = { queued, ok: false };
+              group.push(entry);
+              this.deps.store.statement('SAVEPOINT unit').run();
+              try {
+                entry.value = await this.current.run(queued.unit, () => queued.work(queued.unit));
+                this.deps.store.statement('RELEASE unit').run();
+                entry.ok = true;
+              } catch (err) {
+                entry.error = err;
+                // The unit's own writes go; a failure that ended the whole transaction fails the group.
+                if (!db.inTransaction) throw err;
+                this.deps.store.statement('ROLLBACK TO unit').run();
+                this.deps.store.statement('RELEASE unit').run();
+              }
+            }
+          });
+        } catch (err) {
+          for (const entry of group)
+            if (entry.ok) {
+              entry.ok = false;
+              entry.error = err;
+            }
+          if (group.length === 0)
+            for (const queued of this.queue.splice(0)) group.push({ queued, ok: false, error: err });
+        }
+        if (group.some((entry) => entry.ok)) for (const seq of cleared) this.published.delete(seq);
+        for (const entry of group) {
+          const { unit } = entry.queued;
+          if (!entry.ok) {
+            for (const { seq } of unit.staged) this.inFlight.delete(seq);
+            entry.queued.reject(entry.error);
+            continue;
+          }
+          // Published behind the request, in commit order; the in-process consumers run outside it.
+          for (const staged of unit.staged) this.publish(staged);
+          entry.queued.resolve(entry.value);
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
   private deleteRows(seqs: number[]): void {
     if (seqs.length === 0) return;
     this.deps.store
@@ -178,25 +252,19 @@ export class SqliteUnitOfWork implements UnitOfWork {
       .run(JSON.stringify(seqs));
   }
 
-  /** Publishes a committed unit's events in order; what fails stays in the table for the relay. */
-  private async publish(staged: Staged[]): Promise<void> {
-    if (staged.length === 0) return;
-    this.backlog -= staged.length;
-    let sent = 0;
-    try {
-      for (const { seq, entry } of staged) {
-        await publishEntries(this.deps.bus, [entry]);
+  /** Publishes a committed event; one that fails stays in the table for the relay. */
+  private publish({ seq, entry }: Staged): void {
+    const done = publishEntries(this.deps.bus, [entry]).then(
+      () => {
         this.inFlight.delete(seq);
         this.published.add(seq);
-        sent++;
-      }
-    } catch (err) {
-      this.deps.log.warn(
-        { err, eventId: staged[sent].entry.eventId },
-        'publishing a unit of work failed; the relay will retry',
-      );
-    } finally {
-      for (const { seq } of staged.slice(sent)) this.inFlight.delete(seq);
-    }
+      },
+      (err: unknown) => {
+        this.inFlight.delete(seq);
+        this.deps.log.warn({ err, eventId: entry.eventId }, 'publishing a unit of work failed; the relay will retry');
+      },
+    );
+    this.outstanding.add(done);
+    void done.finally(() => this.outstanding.delete(done));
   }
 }

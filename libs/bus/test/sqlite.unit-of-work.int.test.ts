@@ -50,16 +50,61 @@ describe('SqliteUnitOfWork: a unit is one transaction', () => {
     await store.close();
   });
 
-  it('commits once per unit: the rows of published events go with the next unit or sweep', async () => {
+  it('commits the units that wait for the connection together; a failing one rolls back alone', async () => {
+    const store = SqliteDocumentStore.open(':memory:');
+    const bus = new MemoryBus(log);
+    const seen: string[] = [];
+    await bus.subscribe(
+      ['listings.listing.deleted'],
+      { durable: 't' },
+      async (m) => void seen.push(m.payload.listingId),
+    );
+    let transactions = 0;
+    const counted = {
+      database: store.database,
+      transaction: <R>(fn: () => Promise<R>) => {
+        transactions++;
+        return store.transaction(fn);
+      },
+      turn: () => store.turn(),
+      write: <R>(body: () => R) => store.write(body),
+      statement: (sql: string) => store.statement(sql),
+    };
+    const units = new SqliteUnitOfWork({ store: counted, bus, log });
+    const things = await store.collection<OutboxDoc>('things');
+    const ids = ['a', 'b', 'c', 'd', 'e'];
+    const outcomes = await Promise.allSettled(
+      ids.map((id) =>
+        units.run(async (unit) => {
+          await unit.insert(things, { id, version: 1 }, [deleted(id, 1)]);
+          if (id === 'c') throw new Error('refused after writing');
+          return id;
+        }),
+      ),
+    );
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(transactions).toBe(1);
+    expect((await things.find({}, { sort: { id: 1 } })).map((t) => t.id)).toEqual(['a', 'b', 'd', 'e']);
+    await units.settled();
+    expect(seen).toEqual(['a', 'b', 'd', 'e']);
+    expect(store.database.prepare('SELECT count(*) AS n FROM "outbox$events"').get()).toEqual({ n: 4 });
+    await bus.close();
+    await store.close();
+  });
+
+  it('deletes the rows of published events some at a time, with a later unit or the sweep', async () => {
     const store = SqliteDocumentStore.open(':memory:');
     const bus = new MemoryBus(log);
     const units = new SqliteUnitOfWork({ store, bus, log });
     const things = await store.collection<OutboxDoc>('things');
     const count = () => (store.database.prepare('SELECT count(*) AS n FROM "outbox$events"').get() as { n: number }).n;
-    await units.run((unit) => unit.insert(things, { id: 'a', version: 1 }, [deleted('a', 1)]));
-    await units.settled();
-    expect(count()).toBe(1);
-    await units.run((unit) => unit.insert(things, { id: 'b', version: 1 }, [deleted('b', 1)]));
+    for (let i = 0; i < 64; i++) {
+      await units.run((unit) => unit.insert(things, { id: `t${i}`, version: 1 }, [deleted(`t${i}`, 1)]));
+      await units.settled();
+    }
+    expect(count()).toBe(64);
+    // The next unit deletes the 64 published rows in its own transaction.
+    await units.run((unit) => unit.insert(things, { id: 'last', version: 1 }, [deleted('last', 1)]));
     await units.settled();
     expect(count()).toBe(1);
     const republished: string[] = [];

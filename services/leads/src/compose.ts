@@ -48,11 +48,13 @@ export async function composeLeads(deps: {
   clock?: () => Date;
   /** How a write and its events commit, chosen by the profile (docs/decisions/0126-unit-of-work.md). */
   units: UnitOfWork;
+  /** Whether the store serves `q` from a multikey index on the leads' search tokens (MongoDB; SQLite indexes no array members). */
+  searchTokenIndex: boolean;
 }): Promise<LeadsRuntime> {
   const log = serviceLogger(deps.log, 'leads');
   const clock = deps.clock ?? (() => new Date());
   const [leadRepo, activityRepo, agentRepo, summaries, routingRepo, configs] = await Promise.all([
-    LeadRepository.open(deps.store),
+    LeadRepository.open(deps.store, { searchTokenIndex: deps.searchTokenIndex }),
     ActivityRepository.open(deps.store),
     AgentRepository.open(deps.store),
     ListingSummaryRepository.open(deps.store),
@@ -106,7 +108,7 @@ export async function composeLeads(deps: {
   const scoring = new ScoringService({ configs, leads: leadRepo, writer, clock, log });
 
   const subscribers = [
-    new ListingProjectionSubscriber({ bus: deps.bus, summaries, log }),
+    new ListingProjectionSubscriber({ bus: deps.bus, summaries, units: deps.units, log }),
     new ActivityRecordSubscriber({ bus: deps.bus, activities, log }),
     new TimelineSubscriber({ bus: deps.bus, activities }),
   ];

@@ -11,6 +11,8 @@ void runServiceProcess({
   compose: (deps) =>
     composeLeads({
       ...deps,
+      // MongoDB indexes the members of the search-token array.
+      searchTokenIndex: true,
       listings: new ListingsClient({ listingsUrl: deps.config.listingsUrl, signingSecret: deps.config.signingSecret }),
     }),
   app: leadsApp,

@@ -67,6 +67,8 @@ export async function startLeads(
     listings: options.listings ?? { find: async () => null },
     clock: options.clock,
     units,
+    // As the profiles compose it: MongoDB indexes the members of the search-token array, SQLite does not.
+    searchTokenIndex: store.kind === 'mongo',
   });
   const app = await serveBehindGateway({ service: 'leads', log, plugin: leadsApp, runtime, title: 'Leads service' });
   await runtime.start();

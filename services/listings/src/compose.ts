@@ -40,6 +40,12 @@ export interface ListingsDeps {
   units: UnitOfWork;
   /** Whether the bulk queue dies with the process (the in-process bus), so start re-queues unfinished jobs. */
   requeueUnfinishedJobs: boolean;
+  /**
+   * Whether the search index is an engine of its own that may come up after this process (Elasticsearch): start
+   * then waits for it. An index that lives in the process (SQLite, memory) and cannot open will not get better by
+   * waiting: start fails.
+   */
+  waitForSearchEngine: boolean;
   /** The media of listings, for the RESO Web API (over HTTP when distributed, a direct call embedded); none without it. */
   media?: MediaReader;
   /** Galleries feeds write their photos to, as uploads do (embedded: a direct call); feeds sync no photos without it. */
@@ -157,10 +163,9 @@ export async function composeListings(deps: ListingsDeps): Promise<ListingsRunti
     index: deps.index,
     readiness: { search: () => index.ping() },
     async start() {
-      // A search engine may come up after this process: wait for it rather than exit. (An in-process index
-      // that cannot open will not get better by waiting.)
+      // A search engine may come up after this process: wait for it rather than exit.
       const { created } = await waitFor('search index', () => index.open(), log, {
-        isPermanent: (err) => index.kind !== 'elasticsearch' || !(err instanceof SearchIndexUnavailable),
+        isPermanent: (err) => !deps.waitForSearchEngine || !(err instanceof SearchIndexUnavailable),
       });
       // Subscribed before filling: changes made meanwhile reach the index too, and versions settle the order.
       await indexer.start();

@@ -14,6 +14,8 @@ void runServiceProcess({
       ...deps,
       // JetStream keeps unfinished jobs by itself.
       requeueUnfinishedJobs: false,
+      // Elasticsearch may come up after this process.
+      waitForSearchEngine: true,
       feeds: config.feeds,
       media: new MediaClient({ mediaUrl: config.mediaUrl, signingSecret: config.signingSecret }),
       ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),

@@ -83,6 +83,7 @@ export class ListingsHarness {
       bus: this.bus,
       units: unitsFor(this.store, this.bus, log),
       requeueUnfinishedJobs: true,
+      waitForSearchEngine: false,
       log,
       index: new MemoryListingIndex(),
       feeds: {

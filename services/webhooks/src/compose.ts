@@ -71,6 +71,12 @@ export async function composeWebhooks(deps: {
   units: UnitOfWork;
   /** Links of the RESO EntityEvent resource use it; otherwise the address the client reached. */
   publicBaseUrl?: string;
+  /**
+   * Domain events of a stream the intake reads at once (1 when not given). Their units start in the stream's order;
+   * more than one only where units also run in the order they start and commit together (SQLite's unit of work):
+   * elsewhere two events of one resource could store their deliveries out of order.
+   */
+  intakeConcurrency?: number;
 }): Promise<WebhooksRuntime> {
   const options = { ...defaultWebhooksOptions, ...deps.options };
   const log = deps.log.child({ service: 'webhooks' });
@@ -112,7 +118,7 @@ export async function composeWebhooks(deps: {
     log,
     units: deps.units,
   });
-  const subscriber = new DomainEventsSubscriber({ bus: deps.bus, intake });
+  const subscriber = new DomainEventsSubscriber({ bus: deps.bus, intake, concurrency: deps.intakeConcurrency ?? 1 });
   const retention = new RetentionWorker({ feed: feedRepo, deliveries: deliveryRepo, clock, log });
   return {
     endpoints,

@@ -32,6 +32,11 @@ export type Dispatcher = Pick<DeliveryWorker, 'reserve' | 'dispatch' | 'cancel' 
  * A delivery this process has room to send is stored already claimed and sent as soon as it is
  * stored, without waiting for a poll; the others are stored due now for whichever worker is free.
  * One event's feed entries and deliveries are one unit of work (one commit where the store has transactions).
+ *
+ * Several events may be read at once (their resources, their account's endpoints), but their units are started in
+ * the order the events were handed over: each waits until the unit of the event before it was started (or that
+ * event turned out to need none). Where units run in the order they were started and commit together (SQLite), a
+ * burst of events is stored in order with one commit.
  */
 export class EventIntakeService {
   constructor(
@@ -47,16 +52,48 @@ export class EventIntakeService {
     },
   ) {}
 
+  /** Resolves when the unit of the event handed over last was started (or that event needs none). */
+  private started: Promise<void> = Promise.resolve();
+
   async handle(message: BusMessage<ConsumedSubject>): Promise<void> {
+    // Taken when the event is handed over, before any await: the order of the units is the order of the events.
+    const before = this.started;
+    let start!: () => void;
+    this.started = new Promise<void>((resolve) => (start = resolve));
+    let started: { committing: Promise<void> } | undefined;
+    const reserved: Reserved[] = [];
+    const queued = new Set<string>();
+    try {
+      started = await this.prepare(message, before, reserved, queued);
+    } finally {
+      start();
+    }
+    if (!started) return;
+    try {
+      await started.committing;
+    } catch (err) {
+      // Rolled back, or partly stored and retried with the event: nothing of it is sent from here.
+      for (const { reservation } of reserved) this.deps.dispatcher.cancel(reservation);
+      throw err;
+    }
+    for (const { doc, reservation } of reserved) this.deps.dispatcher.dispatch(doc, reservation);
+    for (const webhookId of queued) this.deps.dispatcher.queued(webhookId);
+  }
+
+  /** Reads what the event's unit needs, waits for the unit before it to start, and starts its own (none: nothing to store). */
+  private async prepare(
+    message: BusMessage<ConsumedSubject>,
+    before: Promise<void>,
+    reserved: Reserved[],
+    queued: Set<string>,
+  ): Promise<{ committing: Promise<void> } | undefined> {
     const envelopes: { envelope: EventEnvelope; seq: string }[] = [];
     for (const [place, plan] of planEvents(message).entries()) {
       const envelope = await this.resolve(plan);
       if (envelope) envelopes.push({ envelope, seq: deliverySeq(plan.ordinal, place) });
     }
-    if (envelopes.length === 0) return;
+    if (envelopes.length === 0) return undefined;
     const endpoints = await this.deps.endpoints.enabledOf(message.payload.accountId);
-    const reserved: Reserved[] = [];
-    const queued = new Set<string>();
     const record = async (): Promise<void> => {
       const now = this.deps.clock();
       for (const { envelope, seq } of envelopes) {
@@ -77,15 +114,11 @@ export class EventIntakeService {
         }
       }
     };
-    try {
-      await this.deps.units.run(record);
-    } catch (err) {
-      // Rolled back, or partly stored and retried with the event: nothing of it is sent from here.
-      for (const { reservation } of reserved) this.deps.dispatcher.cancel(reservation);
-      throw err;
-    }
-    for (const { doc, reservation } of reserved) this.deps.dispatcher.dispatch(doc, reservation);
-    for (const webhookId of queued) this.deps.dispatcher.queued(webhookId);
+    await before;
+    const committing = this.deps.units.run(record);
+    // Awaited by `handle` right after; a rejection must not count as unhandled before then.
+    committing.catch(() => undefined);
+    return { committing };
   }
 
   private delivery(envelope: EventEnvelope, webhookId: string, body: string, seq: string, now: Date): DeliveryDoc {

@@ -96,6 +96,8 @@ export async function startWebhooks(
     resources: { lead: shelf.lead, media: shelf.mediaItem },
     clock: options.clock,
     options: { ...testOptions, ...options.options },
+    // As the embedded profile composes it over SQLite's unit of work.
+    intakeConcurrency: 32,
   });
   const app = await serveBehindGateway({
     service: 'webhooks',

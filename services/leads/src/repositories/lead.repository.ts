@@ -109,14 +109,17 @@ function toStored(doc: LeadDoc): StoredLead {
 export class LeadRepository {
   private constructor(readonly collection: DocumentCollection<LeadDoc>) {}
 
-  static async open(store: DocumentStore): Promise<LeadRepository> {
+  /**
+   * `searchTokenIndex`: whether the store serves `q` from a multikey index on the leads' search tokens (MongoDB);
+   * a store that indexes no array members (SQLite) checks the tokens of the account's leads instead.
+   */
+  static async open(store: DocumentStore, options: { searchTokenIndex: boolean }): Promise<LeadRepository> {
     const col = await store.collection<LeadDoc>(LEADS_COLLECTION, [
       { fields: { emailKey: 1 }, unique: true, sparse: true },
       { fields: { phoneKey: 1 }, unique: true, sparse: true },
       { fields: { accountId: 1, createdAt: -1 } },
       { fields: { accountId: 1, agentId: 1 } },
-      // A multikey index serves `q` on MongoDB; SQLite indexes no array members, and checks the tokens of the account's leads.
-      ...(store.kind === 'mongo' ? [{ fields: { searchTokens: 1 as const } }] : []),
+      ...(options.searchTokenIndex ? [{ fields: { searchTokens: 1 as const } }] : []),
       { fields: { interestListingIds: 1 } },
       { fields: { 'slot.token': 1 } },
       { fields: { _outboxPending: 1 } },

@@ -12,13 +12,22 @@ const MAX_DELIVER = 500;
 export class DomainEventsSubscriber {
   private subscriptions: Subscription[] = [];
 
-  constructor(private readonly deps: { bus: Bus; intake: EventIntakeService }) {}
+  constructor(
+    private readonly deps: {
+      bus: Bus;
+      intake: EventIntakeService;
+      /** Events of a stream handed to the intake at once (it starts their units in the stream's order). */
+      concurrency: number;
+    },
+  ) {}
 
   async start(): Promise<void> {
     for (const [stream, subjects] of Object.entries(consumedSubjects)) {
       this.subscriptions.push(
-        await this.deps.bus.subscribe(subjects, { durable: `webhooks-${stream}`, maxDeliver: MAX_DELIVER }, (m) =>
-          this.deps.intake.handle(m),
+        await this.deps.bus.subscribe(
+          subjects,
+          { durable: `webhooks-${stream}`, maxDeliver: MAX_DELIVER, concurrency: this.deps.concurrency },
+          (m) => this.deps.intake.handle(m),
         ),
       );
     }
