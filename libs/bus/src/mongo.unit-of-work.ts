@@ -1,7 +1,7 @@
 import type { DocumentCollection, Filter, Update } from '@estate/store';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
-import { publishEntries, settleOutbox, withOutbox, type OutboxDoc, type OutboxEntry } from './outbox';
+import { publishEntries, retriedFailure, settleOutbox, withOutbox, type OutboxDoc, type OutboxEntry } from './outbox';
 import { appendToOutbox, type Unit, type UnitOfWork } from './unit-of-work';
 
 interface Written {
@@ -54,7 +54,7 @@ class MongoUnit implements Unit {
     try {
       await write();
     } catch (err) {
-      this.log.warn({ err }, 'a projection of a write failed after it; its events will bring it');
+      this.log.warn(retriedFailure(err), 'a projection of a write failed after it; its events will bring it');
     }
   }
 
@@ -108,7 +108,10 @@ export class MongoUnitOfWork implements UnitOfWork {
         for (const e of entries) sent.add(e.eventId);
         await settleOutbox(col, doc);
       } catch (err) {
-        this.deps.log.warn({ err, id: doc.id }, "publishing a document's events failed; the relay will retry");
+        this.deps.log.warn(
+          { ...retriedFailure(err), id: doc.id },
+          "publishing a document's events failed; the relay will retry",
+        );
         return;
       }
     }

@@ -10,6 +10,14 @@ import type { UnitOfWork } from './unit-of-work';
 
 const causeOf = (err: DependencyUnavailable): string =>
   err.extra.cause instanceof Error ? err.extra.cause.message : err.detail;
+
+/**
+ * What a failure that is retried later puts in its log line: an engine away is expected while it lasts (which
+ * engine and why, no stack); anything else is logged whole.
+ */
+export function retriedFailure(err: unknown): Record<string, unknown> {
+  return err instanceof DependencyUnavailable ? { dependency: err.dependency, reason: causeOf(err) } : { err };
+}
 /**
  * Transactional outbox without multi-document transactions (FerretDB has none):
  * the event is written into the changed document itself, in the same single-document write,
@@ -143,7 +151,7 @@ export class OutboxRelay {
       } catch (err) {
         // An engine away is expected and retried: one line, no stack, while it lasts.
         if (err instanceof DependencyUnavailable)
-          this.deps.log.warn({ dependency: err.dependency, reason: causeOf(err) }, 'outbox sweep waits; will retry');
+          this.deps.log.warn(retriedFailure(err), 'outbox sweep waits; will retry');
         else this.deps.log.error({ err }, 'outbox sweep failed; will retry');
         return;
       }

@@ -3,7 +3,7 @@ import type { DocumentCollection, Filter, Update } from '@estate/store';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
-import { publishEntries, type OutboxDoc, type OutboxEntry } from './outbox';
+import { publishEntries, retriedFailure, type OutboxDoc, type OutboxEntry } from './outbox';
 import type { Unit, UnitOfWork } from './unit-of-work';
 
 /** What a unit needs of the SQLite document store: its connection, its transactions and its turns on the connection. */
@@ -261,7 +261,10 @@ export class SqliteUnitOfWork implements UnitOfWork {
       },
       (err: unknown) => {
         this.inFlight.delete(seq);
-        this.deps.log.warn({ err, eventId: entry.eventId }, 'publishing a unit of work failed; the relay will retry');
+        this.deps.log.warn(
+          { ...retriedFailure(err), eventId: entry.eventId },
+          'publishing a unit of work failed; the relay will retry',
+        );
       },
     );
     this.outstanding.add(done);
