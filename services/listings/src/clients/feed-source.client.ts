@@ -40,6 +40,51 @@ export class FeedSourceClient {
     url: string,
     init: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {},
   ): Promise<SourceAnswer> {
+    return this.exchange(url, {
+      ...init,
+      headers: { accept: 'application/json', ...init.headers },
+      limit: BODY_LIMIT,
+      tooLarge: (host) => `the answer of ${host} is over 64 MB`,
+    }).then(({ status, headers, bytes }) => {
+      const text = bytes?.toString('utf8');
+      let body: unknown = undefined;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        body = undefined;
+      }
+      return { status, headers, body };
+    });
+  }
+
+  /**
+   * A photo's bytes (a MediaURL: often another host than the service root, so no credentials are sent), at most
+   * `limit` bytes; the status when it is not 200.
+   */
+  async download(url: string, limit: number): Promise<{ status: number; bytes?: Buffer }> {
+    const { status, bytes } = await this.exchange(url, {
+      limit,
+      tooLarge: (host) => `the photo at ${host} is over ${limit} bytes`,
+      onlyOk: true,
+    });
+    return bytes ? { status, bytes } : { status };
+  }
+
+  /**
+   * One request through the checked lookup and the keep-alive agents: the answer's status, headers and body (at most
+   * `limit` bytes; with `onlyOk`, no body unless the status is 200). Every failure is a SourceUnreachable.
+   */
+  private exchange(
+    url: string,
+    init: {
+      method?: 'GET' | 'POST';
+      headers?: Record<string, string>;
+      body?: string;
+      limit: number;
+      tooLarge: (host: string) => string;
+      onlyOk?: boolean;
+    },
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; bytes?: Buffer }> {
     const refusal = urlRefusal(url, this.options.allowPrivateSources);
     if (refusal) return Promise.reject(new SourceUnreachable(`${url} ${refusal}`));
     const target = new URL(url);
@@ -49,29 +94,25 @@ export class FeedSourceClient {
         target,
         {
           method: init.method ?? 'GET',
-          headers: { accept: 'application/json', ...init.headers },
+          ...(init.headers ? { headers: init.headers } : {}),
           agent: secure ? this.agents.https : this.agents.http,
           lookup: this.lookup,
           timeout: TIMEOUT_MS,
         },
         (res) => {
+          const status = res.statusCode ?? 0;
+          if (init.onlyOk && status !== 200) {
+            res.resume();
+            return resolve({ status, headers: res.headers });
+          }
           const chunks: Buffer[] = [];
           let size = 0;
           res.on('data', (chunk: Buffer) => {
             size += chunk.length;
-            if (size > BODY_LIMIT) req.destroy(new SourceUnreachable(`the answer of ${target.host} is over 64 MB`));
+            if (size > init.limit) req.destroy(new SourceUnreachable(init.tooLarge(target.host)));
             else chunks.push(chunk);
           });
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let body: unknown = undefined;
-            try {
-              body = text ? JSON.parse(text) : undefined;
-            } catch {
-              body = undefined;
-            }
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-          });
+          res.on('end', () => resolve({ status, headers: res.headers, bytes: Buffer.concat(chunks) }));
           res.on('error', (err) => reject(new SourceUnreachable(`${target.host}: ${err.message}`, { cause: err })));
         },
       );
@@ -87,43 +128,6 @@ export class FeedSourceClient {
         ),
       );
       if (init.body !== undefined) req.write(init.body);
-      req.end();
-    });
-  }
-
-  /**
-   * A photo's bytes (a MediaURL: often another host than the service root, so no credentials are sent), at most
-   * `limit` bytes; the status when it is not 200.
-   */
-  download(url: string, limit: number): Promise<{ status: number; bytes?: Buffer }> {
-    const refusal = urlRefusal(url, this.options.allowPrivateSources);
-    if (refusal) return Promise.reject(new SourceUnreachable(`${url} ${refusal}`));
-    const target = new URL(url);
-    const secure = target.protocol === 'https:';
-    return new Promise((resolve, reject) => {
-      const req = (secure ? https : http).request(
-        target,
-        { agent: secure ? this.agents.https : this.agents.http, lookup: this.lookup, timeout: TIMEOUT_MS },
-        (res) => {
-          if (res.statusCode !== 200) {
-            res.resume();
-            return resolve({ status: res.statusCode ?? 0 });
-          }
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length;
-            if (size > limit) req.destroy(new SourceUnreachable(`the photo at ${target.host} is over ${limit} bytes`));
-            else chunks.push(chunk);
-          });
-          res.on('end', () => resolve({ status: 200, bytes: Buffer.concat(chunks) }));
-          res.on('error', (err) => reject(new SourceUnreachable(`${target.host}: ${err.message}`, { cause: err })));
-        },
-      );
-      req.on('timeout', () => req.destroy(new SourceUnreachable(`${target.host} did not answer in time`)));
-      req.on('error', (err) =>
-        reject(err instanceof SourceUnreachable ? err : new SourceUnreachable(`${target.host}: ${err.message}`)),
-      );
       req.end();
     });
   }
