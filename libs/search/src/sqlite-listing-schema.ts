@@ -2,7 +2,7 @@ import type { ListingFields } from './listing-projection';
 
 /**
  * The tables of the SQLite listing index: listing columns for filters, sorts and facets, the documents apart,
- * FTS5 text, an R*Tree of points, removal tombstones and per-account facet counts kept by triggers.
+ * FTS5 text, removal tombstones and per-account facet counts kept by triggers.
  */
 /** The columns of a listing, in the order of {@link rowOf}. */
 export const COLUMNS = [
@@ -87,7 +87,8 @@ export const SCHEMA = `
   CREATE INDEX IF NOT EXISTS search_listings_area ON search_listings (account_id, living_area);
   CREATE INDEX IF NOT EXISTS search_listings_source ON search_listings (account_id, source, external_id);
   CREATE VIRTUAL TABLE IF NOT EXISTS search_text USING fts5 (text, content='', contentless_delete=1, tokenize='porter unicode61');
-  CREATE VIRTUAL TABLE IF NOT EXISTS search_geo USING rtree (id, min_lat, max_lat, min_lon, max_lon);
+  -- Files made before the point index had an R*Tree of points; nothing reads or writes it any more.
+  DROP TABLE IF EXISTS search_geo;
   CREATE TABLE IF NOT EXISTS search_removed (listing_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
   ${COUNT_TABLES}
   DROP TRIGGER IF EXISTS search_counts_insert;

@@ -44,8 +44,7 @@ import { filterKey } from './listing-projection';
 
 /**
  * The embedded profile's index in SQLite (docs/spec.md §2): indexed columns for filters, sorts and facets,
- * FTS5 for `q` (Porter stems, the last word as a prefix, BM25 ranking), a covering point index for `near` and `bbox`
- * (the R*Tree of points is still kept, no longer read by searches).
+ * FTS5 for `q` (Porter stems, the last word as a prefix, BM25 ranking), a covering point index for `near` and `bbox`.
  * Its tables are prefixed `search_`, so it can share the listings service's database file with the
  * document store. Every composite index starts with the account: every query names one.
  */
@@ -189,7 +188,6 @@ export class SqliteListingIndex implements ListingIndex {
               this.clearReso(row.id);
               this.statement('DELETE FROM search_docs WHERE id = ?').run(row.id);
               this.statement('DELETE FROM search_text WHERE rowid = ?').run(row.id);
-              this.statement('DELETE FROM search_geo WHERE id = ?').run(row.id);
             }
             this.statement(
               'INSERT INTO search_removed (listing_id, version) VALUES (?, ?) ON CONFLICT (listing_id) DO UPDATE SET version = excluded.version',
@@ -302,19 +300,12 @@ export class SqliteListingIndex implements ListingIndex {
       );
       const doc = this.db.prepare('INSERT INTO search_docs (id, doc) VALUES (?, ?)');
       const text = this.db.prepare('INSERT INTO search_text (rowid, text) VALUES (?, ?)');
-      const point = this.db.prepare(
-        'INSERT INTO search_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)',
-      );
       for await (const batch of read()) {
         for (const item of batch) {
           const fields = projectListing(item);
           const { id } = row.get(...rowOf(fields)) as { id: number };
           doc.run(id, JSON.stringify(item.listing));
           text.run(id, fields.searchText);
-          if (fields.location) {
-            const { lat, lon } = fields.location;
-            point.run(id, lat, lat, lon, lon);
-          }
           this.writeReso(id, fields.accountId, item.listing, false);
         }
         indexed += batch.length;
@@ -590,11 +581,9 @@ export class SqliteListingIndex implements ListingIndex {
             DELETE FROM search_listings;
             DELETE FROM search_docs;
             INSERT INTO search_text (search_text) VALUES ('delete-all');
-            DELETE FROM search_geo;
             INSERT INTO search_listings (id, ${columns}) SELECT id, ${columns} FROM temp.search_staging;
             INSERT INTO search_docs (id, doc) SELECT id, doc FROM temp.search_staging;
             INSERT INTO search_text (rowid, text) SELECT id, text FROM temp.search_staging;
-            INSERT INTO search_geo (id, min_lat, max_lat, min_lon, max_lon) SELECT id, lat, lat, lon, lon FROM temp.search_staging WHERE lat IS NOT NULL AND lon IS NOT NULL;
             DELETE FROM search_removed WHERE listing_id IN (SELECT listing_id FROM temp.search_staging);
             DELETE FROM search_reso;
             DELETE FROM search_reso_values;
@@ -646,17 +635,6 @@ export class SqliteListingIndex implements ListingIndex {
     this.writeReso(row.id, fields.accountId, listing);
     this.statement('DELETE FROM search_text WHERE rowid = ?').run(row.id);
     this.statement('INSERT INTO search_text (rowid, text) VALUES (?, ?)').run(row.id, fields.searchText);
-    this.statement('DELETE FROM search_geo WHERE id = ?').run(row.id);
-    if (fields.location) {
-      const { lat, lon } = fields.location;
-      this.statement('INSERT INTO search_geo (id, min_lat, max_lat, min_lon, max_lon) VALUES (?, ?, ?, ?, ?)').run(
-        row.id,
-        lat,
-        lat,
-        lon,
-        lon,
-      );
-    }
   }
 
   /** The listing's RESO row and collection values (see sqlite-field-query.ts), replacing the old ones. */
