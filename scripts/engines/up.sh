@@ -133,7 +133,14 @@ spawn() {
 		done
 		exec nohup setsid "$@" >"$logfile" 2>&1 </dev/null
 	) &
-	echo $! >"$pidfile"
+	local pid=$! self
+	echo "$pid" >"$pidfile"
+	# Until the subshell has exec'd, its command line is this script's, and
+	# pid_alive would take the engine for dead: wait for the exec (or its end).
+	self="$(readlink "/proc/$$/exe")"
+	while [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$self" ]; do
+		sleep 0.05
+	done
 }
 
 fail_with_log() { # fail_with_log MESSAGE LOGFILE...
@@ -144,6 +151,8 @@ fail_with_log() { # fail_with_log MESSAGE LOGFILE...
 		if [ -s "$f" ]; then
 			printf '[engines] ---- last lines of %s ----\n' "$f" >&2
 			tail -n 40 "$f" >&2
+		else
+			printf '[engines] (%s is empty or missing)\n' "$f" >&2
 		fi
 	done
 	exit 1
