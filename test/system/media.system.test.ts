@@ -32,6 +32,17 @@ async function jpeg(width: number, height: number, exif = false): Promise<Buffer
   return img.toBuffer();
 }
 
+/** The error-level log lines every process of the cluster has printed so far. */
+function errorLines(cluster: Cluster): string[] {
+  return cluster.processes.flatMap((p) =>
+    p
+      .output()
+      .split('\n')
+      .filter((line) => /"level":"(error|fatal)"/.test(line))
+      .map((line) => `${p.name}: ${line.slice(0, 1500)}`),
+  );
+}
+
 function form(files: Buffer[], captions: string[] = []): FormData {
   const f = new FormData();
   files.forEach((data, i) => {
@@ -226,13 +237,21 @@ describeWithEngines(
       // The cascade runs when the media service gets the listing's deleted event.
       const statuses = () =>
         Promise.all(Object.values(item.urls).map(async (url) => (await fetch(`${gateway}${url}`)).status));
+      // What the files answered over time (each change once), to explain a failure.
+      const seen: string[] = [];
       const gone = await eventually(
         async () => {
           const all = await statuses();
-          expect(all.filter((s) => s !== 404)).toEqual([]);
+          const line = all.join(',');
+          if (seen.at(-1)?.endsWith(line) !== true) seen.push(`${new Date().toISOString()} ${line}`);
+          expect({ statuses: all, seen, errors: all.some((s) => s >= 500) ? errorLines(cluster) : [] }).toEqual({
+            statuses: [404, 404, 404],
+            seen,
+            errors: [],
+          });
           return all;
         },
-        { timeoutMs: 30_000 },
+        { timeoutMs: 60_000 },
       );
       expect(gone).toEqual([404, 404, 404]);
       expect((await api('GET', `/v1/listings/${listing.id}/media`)).status).toBe(404);

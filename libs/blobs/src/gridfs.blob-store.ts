@@ -102,7 +102,7 @@ export class GridFsBlobStore implements BlobStore {
     if (!doc) return null;
     const stream = this.bucket.openDownloadStream(doc._id);
     // A delete can land between finding the file and reading it: gone then, like a file never stored.
-    return (await started(stream)) ? { info: toInfo(doc), stream } : null;
+    return (await started(stream, doc.length)) ? { info: toInfo(doc), stream } : null;
   }
 
   async delete(key: string): Promise<boolean> {
@@ -174,16 +174,18 @@ function toInfo(doc: FileDoc): BlobInfo {
 }
 
 /**
- * Waits for a download's first bytes (or its end): true once it has them, false when the file or its first chunk
- * was deleted before that; other failures are thrown. The stream is left paused with what it read.
+ * Waits for a download's first bytes: true once it has them (or, for an empty file, its end); false when the file
+ * or its chunks were deleted before that (a delete removes the files document, then the chunks: a reader can meet
+ * the document alone, whose chunks then end at once). Other failures are thrown. The stream is left paused with
+ * what it read.
  */
-function started(stream: Readable): Promise<boolean> {
+function started(stream: Readable, length: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
     const done = (outcome: () => void) => {
       stream.off('readable', onReadable).off('end', onReadable).off('error', onError);
       outcome();
     };
-    const onReadable = () => done(() => resolve(true));
+    const onReadable = () => done(() => resolve(stream.readableLength > 0 || length === 0));
     const onError = (err: Error) =>
       done(() => {
         const gone =

@@ -81,6 +81,20 @@ describeWithEngines('gridfs blob store: a file deleted while it is being opened'
       expect(await store.get('race/one')).toBeNull();
       found.newest = newest;
 
+      // A delete removes the files document, then the chunks: a reader may meet the document without its chunks.
+      const stored = await store.put('race/three', Readable.from([Buffer.alloc(2_000, 3)]), {
+        contentType: 'image/jpeg',
+      });
+      const conn = await mongoose.createConnection(urls.MONGODB_URL, { dbName }).asPromise();
+      try {
+        const file = await conn.db!.collection('blobs.files').findOne({ filename: 'race/three' });
+        await conn.db!.collection('blobs.chunks').deleteMany({ files_id: file!._id });
+      } finally {
+        await conn.close();
+      }
+      expect(stored.size).toBe(2_000);
+      expect(await store.get('race/three')).toBeNull();
+
       const got = await store.get('race/two');
       const chunks: Buffer[] = [];
       for await (const chunk of got!.stream) chunks.push(chunk as Buffer);
