@@ -31,9 +31,6 @@ export interface EmbeddedProduct {
   close(): Promise<void>;
 }
 
-/** Pages of write-ahead log a service file gathers before a commit copies them into the file (docs/decisions/0127-sqlite-group-commit.md). */
-const WAL_CHECKPOINT_PAGES = 10_000;
-
 /**
  * The embedded profile: the five services in one process, each with its own SQLite file in
  * DATA_DIR (documents, outbox, jobs; the listing search index in the listings file), talking over
@@ -50,16 +47,17 @@ export async function composeEmbedded(
   // Cursors stay valid across restarts: the secret that signs them lives in the data folder.
   useCursorSecrets([cursorSecret(config.dataDir)]);
   const bus = new MemoryBus(log.child({ component: 'bus' }));
+  // The write-ahead logs are checkpointed on a worker thread, never inside a request's commit
+  // (docs/decisions/0128-sqlite-checkpoints-off-the-event-loop.md).
+  const open = (service: string) =>
+    SqliteDocumentStore.open(storeFile(config.dataDir, service), { backgroundCheckpoints: true });
   const stores = {
-    gateway: SqliteDocumentStore.open(storeFile(config.dataDir, 'gateway')),
-    listings: SqliteDocumentStore.open(storeFile(config.dataDir, 'listings')),
-    media: SqliteDocumentStore.open(storeFile(config.dataDir, 'media')),
-    leads: SqliteDocumentStore.open(storeFile(config.dataDir, 'leads')),
-    webhooks: SqliteDocumentStore.open(storeFile(config.dataDir, 'webhooks')),
+    gateway: open('gateway'),
+    listings: open('listings'),
+    media: open('media'),
+    leads: open('leads'),
+    webhooks: open('webhooks'),
   };
-  // A checkpoint copies the write-ahead log into the file and syncs both, inside the commit that crosses the
-  // limit: every 10,000 pages (about 40 MB of log) rather than SQLite's 1,000, a tenth of the syncs.
-  for (const store of Object.values(stores)) store.database.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   const listingIndex =
     options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
   // Each service's writes, their events and (listings) the search rows commit in one transaction of its file.

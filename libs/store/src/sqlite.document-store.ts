@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   DuplicateKeyError,
@@ -12,6 +12,7 @@ import {
   type StoredDoc,
   type Update,
 } from './document-store';
+import { BACKSTOP_PAGES, SqliteCheckpointer } from './sqlite-checkpointer';
 import { applyUpdate } from './sqlite-update';
 import {
   SqlFilter,
@@ -29,6 +30,11 @@ type Row = { id: string; doc: string };
 export interface SqliteStoreOptions {
   /** How long a statement waits for another process's write lock before failing with SQLITE_BUSY. */
   busyTimeoutMs?: number;
+  /**
+   * Checkpoints the write-ahead log on a worker thread instead of inside commits (a long-running server's stores;
+   * see sqlite-checkpointer.ts). Off for short-lived tools, whose last close checkpoints anyway.
+   */
+  backgroundCheckpoints?: boolean;
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
@@ -264,6 +270,7 @@ export class SqliteDocumentStore implements DocumentStore {
   private readonly collections = new Map<string, SqliteCollection<StoredDoc>>();
   private readonly context = new AsyncLocalStorage<symbol>();
   private open: OpenTransaction | null = null;
+  private checkpointer?: SqliteCheckpointer;
 
   constructor(
     readonly path: string,
@@ -277,6 +284,10 @@ export class SqliteDocumentStore implements DocumentStore {
       this.db.pragma('journal_mode = WAL');
       // In WAL mode NORMAL loses no committed data on a process crash, only possibly the last commits on power loss.
       this.db.pragma('synchronous = NORMAL');
+      if (options.backgroundCheckpoints && path !== ':memory:' && path !== '') {
+        this.db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+        this.checkpointer = SqliteCheckpointer.acquire(resolve(path));
+      }
     } catch (err) {
       this.db.close();
       throw err;
@@ -412,6 +423,10 @@ export class SqliteDocumentStore implements DocumentStore {
 
   async close(): Promise<void> {
     if (!this.db.open) return;
+    // The worker's connection goes first: the last one to close checkpoints the log and removes it.
+    const checkpointer = this.checkpointer;
+    this.checkpointer = undefined;
+    await checkpointer?.release(resolve(this.path));
     await this.turn();
     this.statements.clear();
     this.collections.clear();
