@@ -167,6 +167,27 @@ export function withinHourlyBudget(usage: Usage, now: Date, perHour: number | un
   return used < perHour;
 }
 
+const GOES_ON = 'the cursor stays at the last page written and the next run goes on from there';
+
+/**
+ * Why a run stopped when the source refused its credentials (401, for client credentials after one fresh token) or
+ * its access (403): what to renew, not only a status.
+ */
+export function sourceRefusal(auth: 'bearer' | 'client_credentials', status: number, path: string): string {
+  if (status === 403)
+    return `the source refused access (403 at ${path}): the feed's credentials may not read this resource; ${GOES_ON}`;
+  return auth === 'bearer'
+    ? `the source refused the feed's bearer token (401 at ${path}): replace its \`auth\` with PATCH /v1/feeds/{id}; ${GOES_ON}`
+    : `the source refused a fresh token of the feed's client credentials (401 at ${path}): check the client's access at the source; ${GOES_ON}`;
+}
+
+/** Why a run stopped when the token endpoint gave no token. */
+export function tokenRefusal(status: number): string {
+  return status === 400 || status === 401
+    ? `the token endpoint refused the feed's client credentials (${status}): replace the feed's \`auth\` with PATCH /v1/feeds/{id}; ${GOES_ON}`
+    : `the token endpoint answered ${status} without an access token; ${GOES_ON}`;
+}
+
 /** How a run ends: a source failure fails it (partly, when something was applied); record errors fail it partly. */
 export function runState(counts: { applied: number; failed: number }, sourceFailed: boolean): JobState {
   if (sourceFailed) return counts.applied > 0 ? 'partially_failed' : 'failed';

@@ -28,6 +28,8 @@ import {
   type SourcePhoto,
   retryAfterMs,
   runState,
+  sourceRefusal,
+  tokenRefusal,
   walkStart,
   withinHourlyBudget,
   withinRemovalShare,
@@ -525,6 +527,7 @@ export class FeedRunWorker {
 
   /** One page's request, within the budget, with 429/503 retried after their Retry-After. */
   private async fetchPage(state: Running, url: string, following: boolean): Promise<SourceAnswer> {
+    let renewed = false;
     for (let attempt = 0; ; attempt++) {
       const answer = await this.send(state, url, {
         headers: { prefer: `odata.maxpagesize=${state.feed.pageSize}` },
@@ -541,9 +544,14 @@ export class FeedRunWorker {
         await this.sleep(wait);
         continue;
       }
-      if (answer.status === 401 && state.feed.auth.type === 'client_credentials' && state.token && attempt === 0) {
-        state.token = undefined;
-        continue;
+      if (answer.status === 401 || answer.status === 403) {
+        // A token that expired (or was revoked) mid-run: one fresh token, the same request again.
+        if (answer.status === 401 && state.feed.auth.type === 'client_credentials' && !renewed) {
+          renewed = true;
+          state.token = undefined;
+          continue;
+        }
+        throw new RunStopped(sourceRefusal(state.feed.auth.type, answer.status, new URL(url).pathname), true);
       }
       // An expired or refused nextLink: start again from the position reached (a first page is not retried so).
       if (following && answer.status >= 400 && answer.status < 500 && answer.status !== 401 && answer.status !== 403)
@@ -595,8 +603,7 @@ export class FeedRunWorker {
       body: form.toString(),
     });
     const token = (answer.body as { access_token?: unknown } | undefined)?.access_token;
-    if (answer.status !== 200 || typeof token !== 'string')
-      throw new RunStopped(`the token endpoint answered ${answer.status} without an access token`, true);
+    if (answer.status !== 200 || typeof token !== 'string') throw new RunStopped(tokenRefusal(answer.status), true);
     state.token = token;
     return token;
   }

@@ -1,0 +1,169 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
+import type { EmbeddedProduct } from '../src/compose';
+import { startEmbedded } from './harness';
+
+const ADMIN = 'ek_test_admin_key_feed_failures_0123456789';
+const WAIT = { timeoutMs: 30_000, intervalMs: 50 };
+type Cursor = { modificationTimestamp: string; listingKey: string };
+type Ledger = Record<string, unknown> & { cursorAfter: Cursor | null; stopReason: string | null };
+type Run = { id: string; state: string; ledger: Ledger };
+type Listing = { id: string; externalId: string; version: number; pricing: { listPrice: number } };
+
+/** A source record: `n` gives its key and price, `t` its ModificationTimestamp (seconds into 2026). */
+const record = (n: number, t: number, extra: Record<string, unknown> = {}): SourceRecord => ({
+  ListingKey: `F${String(n).padStart(3, '0')}`,
+  ModificationTimestamp: new Date(Date.UTC(2026, 0, 1) + t * 1000).toISOString(),
+  StandardStatus: 'Active',
+  PropertyType: 'Residential',
+  ListPrice: 200_000 + n,
+  UnparsedAddress: `${n} Oak St`,
+  City: 'Austin',
+  StateOrProvince: 'TX',
+  PostalCode: '78701',
+  ...extra,
+});
+const cursorOf = (r: SourceRecord): Cursor => ({
+  modificationTimestamp: r.ModificationTimestamp,
+  listingKey: r.ListingKey,
+});
+
+/**
+ * A feed source that fails mid-run (credentials revoked, a long Retry-After, a page that is not a page, records
+ * committed behind the cursor): the run ends with a reason that names the problem, nothing of the failed page is
+ * written, the cursor stays at the last page written, and the next run goes on from there.
+ */
+describe('feed sync against a failing source (embedded)', () => {
+  let dir: string;
+  let product: EmbeddedProduct;
+  let source: ResoTestSource;
+  let feeds = 0;
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await product.app.inject({
+      method: method as 'GET',
+      url: path,
+      headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { payload: JSON.stringify(body) } : {}),
+    });
+    return { status: res.statusCode, body: res.body ? res.json() : undefined };
+  };
+  /** A feed of its own source name, pages of two. */
+  const createFeed = async (extra: Record<string, unknown> = {}) => {
+    const name = `fail-mls-${++feeds}`;
+    const res = await call('POST', '/v1/feeds', {
+      name,
+      serviceRoot: source.url,
+      auth: { type: 'bearer', token: 'source-token' },
+      originatingSystemName: name,
+      budget: { requestsPerSecond: 100 },
+      pageSize: 2,
+      ...extra,
+    });
+    expect(res.status).toBe(201);
+    return { id: res.body.id as string, source: name };
+  };
+  const run = async (feedId: string): Promise<Run> => {
+    const started = await call('POST', `/v1/feeds/${feedId}/runs`);
+    expect(started.status).toBe(202);
+    return eventually(async () => {
+      const job = (await call('GET', `/v1/jobs/${started.body.id}`)).body as Run;
+      if (['queued', 'running'].includes(job.state)) throw new Error(`run still ${job.state}`);
+      return job;
+    }, WAIT);
+  };
+  const cursor = async (feedId: string): Promise<Cursor | null> =>
+    (await call('GET', `/v1/feeds/${feedId}`)).body.cursor as Cursor | null;
+  /** The feed's listings by key, read from the store's own answers (GET by id), not the search index. */
+  const synced = async (feedSource: string): Promise<Map<string, Listing>> => {
+    const page = (await call('GET', `/v1/listings?limit=100&source=${feedSource}`)).body as { items: Listing[] };
+    return new Map(page.items.map((l) => [l.externalId, l]));
+  };
+  /** Waits until search shows exactly these keys of the feed. */
+  const syncedKeys = (feedSource: string, keys: string[]) =>
+    eventually(async () => {
+      const got = await synced(feedSource);
+      expect([...got.keys()].sort()).toEqual([...keys].sort());
+      return got;
+    }, WAIT);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'estate-feed-failures-'));
+    product = await startEmbedded(dir, {
+      adminApiKey: ADMIN,
+      rateLimitPerMinute: 100_000,
+      feeds: { allowPrivateSources: true },
+    });
+  });
+  beforeEach(async () => {
+    source = await new ResoTestSource().start();
+  });
+  afterEach(async () => {
+    await source.close();
+  });
+  afterAll(async () => {
+    await product?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const six = () => [...Array(6).keys()].map((n) => record(n, n));
+  const keys = (...ns: number[]) => ns.map((n) => record(n, 0).ListingKey);
+  const clientCredentials = () => ({
+    type: 'client_credentials',
+    tokenUrl: source.tokenUrl,
+    clientId: 'source-client',
+    clientSecret: 'source-secret',
+  });
+
+  it('a token that expires mid-run is fetched again once and the request retried; revoked credentials fail the run with an auth error, the cursor at the last page written', async () => {
+    source.put(...six());
+    source.faults = { tokenUses: 2 };
+    const expiring = await createFeed({ auth: clientCredentials() });
+    const renewed = await run(expiring.id);
+    expect(renewed.state).toBe('succeeded');
+    expect(renewed.ledger).toMatchObject({ fetched: 6, created: 6, stopReason: null });
+    expect(source.tokens).toHaveLength(2);
+    await syncedKeys(expiring.source, keys(0, 1, 2, 3, 4, 5));
+
+    // The credentials are revoked after two pages: the API answers 401, and so does the token endpoint.
+    const records = six();
+    source.records.clear();
+    source.put(...records);
+    source.faults = { revoked: true, afterPages: source.pages + 2 };
+    const revoked = await createFeed({ auth: clientCredentials() });
+    const failed = await run(revoked.id);
+    expect(failed.state).toBe('partially_failed');
+    expect(failed.ledger.stopReason).toMatch(/token endpoint refused the feed's client credentials \(401\)/);
+    expect(failed.ledger).toMatchObject({ fetched: 4, created: 4, cursorAfter: cursorOf(records[3]) });
+    expect(await cursor(revoked.id)).toEqual(cursorOf(records[3]));
+    await syncedKeys(revoked.source, keys(0, 1, 2, 3));
+
+    // A bearer token refused mid-run cannot be renewed: the run says the source refused it.
+    source.faults = { revoked: true, afterPages: source.pages + 1 };
+    const bearer = await createFeed();
+    const refused = await run(bearer.id);
+    expect(refused.state).toBe('partially_failed');
+    expect(refused.ledger.stopReason).toMatch(/refused the feed's bearer token \(401 at \/odata\/Property\)/);
+    expect(await cursor(bearer.id)).toEqual(cursorOf(records[1]));
+
+    // Tokens the endpoint issues but the API refuses: one fresh token, then the run says so.
+    source.faults = { tokenUses: 0 };
+    const unusable = await createFeed({ auth: clientCredentials() });
+    const tokens = source.tokens.length;
+    const refusedFresh = await run(unusable.id);
+    expect(refusedFresh.state).toBe('failed');
+    expect(refusedFresh.ledger.stopReason).toMatch(/refused a fresh token of the feed's client credentials \(401/);
+    expect(source.tokens.length - tokens).toBe(2);
+    expect(await cursor(unusable.id)).toBeNull();
+
+    // Credentials back: the next run goes on from the cursor and applies each record once.
+    source.faults = {};
+    const resumed = await run(revoked.id);
+    expect(resumed.state).toBe('succeeded');
+    expect(resumed.ledger).toMatchObject({ created: 2, updated: 0 });
+    const all = await syncedKeys(revoked.source, keys(0, 1, 2, 3, 4, 5));
+    expect([...all.values()].every((l) => l.version === 1)).toBe(true);
+  });
+});
