@@ -166,4 +166,30 @@ describe('feed sync against a failing source (embedded)', () => {
     const all = await syncedKeys(revoked.source, keys(0, 1, 2, 3, 4, 5));
     expect([...all.values()].every((l) => l.version === 1)).toBe(true);
   });
+
+  it('a Retry-After of an hour ends the run at once with the time to come back, the cursor kept, and no scheduled run before then', async () => {
+    const records = six();
+    source.put(...records);
+    // After the first page, every request is answered 429 with an hour's Retry-After.
+    source.faults = { tooManyRequests: 100, retryAfter: '3600', afterPages: 1 };
+    const feed = await createFeed({ schedule: { everyMinutes: 5 } });
+    const ended = await eventually(async () => {
+      const got = (await call('GET', `/v1/feeds/${feed.id}`)).body as { lastRunId: string | null };
+      if (!got.lastRunId) throw new Error('no run yet');
+      const job = (await call('GET', `/v1/jobs/${got.lastRunId}`)).body as Run;
+      if (['queued', 'running'].includes(job.state)) throw new Error(`run still ${job.state}`);
+      return job;
+    }, WAIT);
+    expect(ended.state).toBe('partially_failed');
+    expect(ended.ledger).toMatchObject({ fetched: 2, created: 2, retries: 0, cursorAfter: cursorOf(records[1]) });
+    const until = /until (\S+):/.exec(ended.ledger.stopReason ?? '')?.[1];
+    expect(ended.ledger.stopReason).toMatch(/answered 429 and asked to wait 3600 s, until /);
+    expect(Date.parse(until!) - Date.now()).toBeGreaterThan(3500_000);
+    // One request was answered 429, none repeated.
+    expect(source.requests.length).toBe(2);
+    const after = (await call('GET', `/v1/feeds/${feed.id}`)).body as { cursor: Cursor; nextRunAt: string };
+    expect(after.cursor).toEqual(cursorOf(records[1]));
+    expect(after.nextRunAt).toBe(until);
+    await syncedKeys(feed.source, keys(0, 1));
+  });
 });

@@ -8,7 +8,10 @@ import type { JobState } from '@estate/contracts/jobs';
 export const OVERLAP_MS = 5 * 60 * 1000;
 /** A 429 or 503 is retried this many times in a row, waiting its Retry-After (or a growing delay) each time. */
 export const MAX_RETRIES = 6;
-/** A Retry-After longer than this stops the run (the next run goes on from the cursor) rather than hold it. */
+/**
+ * A Retry-After longer than this (the waits for one page added up) stops the run rather than hold its worker; the
+ * next run goes on from the cursor, a scheduled one not before the time the source gave.
+ */
 export const MAX_RETRY_AFTER_MS = 5 * 60 * 1000;
 /** Record errors kept on the job (the ledger counts them all). */
 export const ERRORS_KEPT = 1000;
@@ -179,6 +182,15 @@ export function sourceRefusal(auth: 'bearer' | 'client_credentials', status: num
   return auth === 'bearer'
     ? `the source refused the feed's bearer token (401 at ${path}): replace its \`auth\` with PATCH /v1/feeds/{id}; ${GOES_ON}`
     : `the source refused a fresh token of the feed's client credentials (401 at ${path}): check the client's access at the source; ${GOES_ON}`;
+}
+
+/** Why a run stopped when the source asked to wait longer than a run waits (a 429 or 503 with a long Retry-After). */
+export function throttled(status: number, waitMs: number, retryAt: Date, scheduled: boolean): string {
+  return (
+    `the source answered ${status} and asked to wait ${Math.round(waitMs / 1000)} s, until ${retryAt.toISOString()}: ` +
+    `the run stopped rather than wait that long; ${GOES_ON}` +
+    (scheduled ? ', and the schedule starts none before then' : ' (start it after then)')
+  );
 }
 
 /** Why a run stopped when the token endpoint gave no token. */

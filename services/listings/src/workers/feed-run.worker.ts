@@ -29,6 +29,7 @@ import {
   retryAfterMs,
   runState,
   sourceRefusal,
+  throttled,
   tokenRefusal,
   walkStart,
   withinHourlyBudget,
@@ -90,6 +91,8 @@ class RunStopped extends Error {
   constructor(
     readonly reason: string,
     readonly sourceFailed: boolean,
+    /** The source asked not to be called before this time (a long Retry-After). */
+    readonly retryAt?: Date,
   ) {
     super(reason);
   }
@@ -241,6 +244,7 @@ export class FeedRunWorker {
       // A source that cannot be reached is the feed's condition, told in the run's ledger; anything else is ours.
       if (err instanceof SourceUnreachable) log.warn({ reason: err.message }, 'feed run stopped: source unreachable');
       else if (!(err instanceof RunStopped)) log.error({ err }, 'feed run stopped');
+      if (stopped.retryAt) await this.postpone(state.feed, stopped.retryAt, log);
       await this.end(
         state.job,
         { stopReason: stopped.reason, sourceFailed: stopped.sourceFailed },
@@ -521,26 +525,48 @@ export class FeedRunWorker {
     await synced.save(next);
   }
 
+  /**
+   * A scheduled feed whose source asked to wait until `retryAt` starts no run before then (the one in progress has
+   * moved `nextRunAt` already; a schedule changed since is left alone).
+   */
+  private async postpone(feed: FeedDoc, retryAt: Date, log: Logger): Promise<void> {
+    if (!feed.schedule || !feed.nextRunAt || Date.parse(feed.nextRunAt) >= retryAt.getTime()) return;
+    await this.deps.feeds
+      .claimSchedule(feed.id, feed.nextRunAt, retryAt.toISOString())
+      .catch((err: unknown) => log.warn({ err }, 'postponing the next scheduled run failed'));
+  }
+
   private stillHeld(state: Running): void {
     if (this.stopping || state.leaseLost) throw new RunHandedBack();
   }
 
-  /** One page's request, within the budget, with 429/503 retried after their Retry-After. */
+  /**
+   * One page's request, within the budget, with 429/503 retried after their Retry-After while the page's waits add
+   * up to at most MAX_RETRY_AFTER_MS: a longer wait ends the run (its reason says until when), it does not hold a
+   * worker.
+   */
   private async fetchPage(state: Running, url: string, following: boolean): Promise<SourceAnswer> {
     let renewed = false;
+    let waited = 0;
     for (let attempt = 0; ; attempt++) {
       const answer = await this.send(state, url, {
         headers: { prefer: `odata.maxpagesize=${state.feed.pageSize}` },
       });
       if (answer.status === 200) return answer;
       if (answer.status === 429 || answer.status === 503) {
-        const wait = retryAfterMs(answer.headers['retry-after'], this.deps.clock()) ?? 1000 * 2 ** attempt;
-        if (attempt >= MAX_RETRIES || wait > MAX_RETRY_AFTER_MS)
+        const now = this.deps.clock();
+        const wait = retryAfterMs(answer.headers['retry-after'], now) ?? 1000 * 2 ** attempt;
+        if (waited + wait > MAX_RETRY_AFTER_MS) {
+          const retryAt = new Date(now.getTime() + wait);
+          throw new RunStopped(throttled(answer.status, wait, retryAt, !!state.feed.schedule), true, retryAt);
+        }
+        if (attempt >= MAX_RETRIES)
           throw new RunStopped(
-            `the source kept answering ${answer.status} (asked to wait ${Math.round(wait / 1000)} s)`,
+            `the source kept answering ${answer.status} (${MAX_RETRIES} retries, the last asked to wait ${Math.round(wait / 1000)} s)`,
             true,
           );
         state.job.ledger!.retries++;
+        waited += wait;
         await this.sleep(wait);
         continue;
       }
