@@ -192,4 +192,42 @@ describe('feed sync against a failing source (embedded)', () => {
     expect(after.nextRunAt).toBe(until);
     await syncedKeys(feed.source, keys(0, 1));
   });
+
+  it('a page that is not a page (HTML with a 200, JSON without `value`) ends the run naming the problem; nothing of it written, the cursor kept', async () => {
+    const records = six();
+    source.put(...records);
+    // The second page of the walk is an HTML error page answered 200.
+    source.faults = {
+      brokenPage: {
+        at: source.pages + 2,
+        body: '<!DOCTYPE html><html><body><h1>Service Temporarily Unavailable</h1></body></html>',
+        contentType: 'text/html',
+      },
+    };
+    const feed = await createFeed();
+    const html = await run(feed.id);
+    expect(html.state).toBe('partially_failed');
+    expect(html.ledger.stopReason).toMatch(
+      /answered 200 to \/odata\/Property with a body that is not JSON \(text\/html: "<!DOCTYPE html><html><body><h1>Service/,
+    );
+    expect(html.ledger).toMatchObject({ fetched: 2, created: 2, cursorAfter: cursorOf(records[1]) });
+    expect(await cursor(feed.id)).toEqual(cursorOf(records[1]));
+    await syncedKeys(feed.source, keys(0, 1));
+
+    // The next run starts inside the overlap (the first page again, unchanged), takes the second page, and its
+    // third is `{}`.
+    source.faults = { brokenPage: { at: source.pages + 3, body: '{}', contentType: 'application/json' } };
+    const empty = await run(feed.id);
+    expect(empty.ledger.stopReason).toMatch(/with JSON without a `value` list \(an empty object\)/);
+    expect(empty.ledger).toMatchObject({ fetched: 4, unchanged: 2, created: 2, cursorAfter: cursorOf(records[3]) });
+    expect(await cursor(feed.id)).toEqual(cursorOf(records[3]));
+    await syncedKeys(feed.source, keys(0, 1, 2, 3));
+
+    // A sound source again: every record written once.
+    source.faults = {};
+    const done = await run(feed.id);
+    expect(done.state).toBe('succeeded');
+    const all = await syncedKeys(feed.source, keys(0, 1, 2, 3, 4, 5));
+    expect([...all.values()].every((l) => l.version === 1)).toBe(true);
+  });
 });

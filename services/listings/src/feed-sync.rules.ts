@@ -193,6 +193,27 @@ export function throttled(status: number, waitMs: number, retryAt: Date, schedul
   );
 }
 
+/** A page's records and nextLink, or why the answer is not a page (nothing of it is written). */
+export function readPage(
+  answer: { body: unknown; notJson?: string; headers: Record<string, string | string[] | undefined> },
+  path: string,
+): { value: unknown[]; nextLink: unknown } | { problem: string } {
+  const type = String(answer.headers['content-type'] ?? 'no content-type').split(';')[0];
+  const body = answer.body;
+  let what: string | undefined;
+  if (answer.notJson !== undefined)
+    what = answer.notJson ? `a body that is not JSON (${type}: "${answer.notJson}")` : `an empty body (${type})`;
+  else if (!body || typeof body !== 'object' || Array.isArray(body)) what = 'JSON that is not an object';
+  else if (!Array.isArray((body as { value?: unknown }).value)) {
+    const fields = Object.keys(body).slice(0, 5);
+    what = `JSON without a \`value\` list (${fields.length ? `fields: ${fields.join(', ')}` : 'an empty object'})`;
+  }
+  if (what)
+    return { problem: `the source answered 200 to ${path} with ${what}: nothing of that page was written; ${GOES_ON}` };
+  const page = body as { value: unknown[]; '@odata.nextLink'?: unknown };
+  return { value: page.value, nextLink: page['@odata.nextLink'] };
+}
+
 /** Why a run stopped when the token endpoint gave no token. */
 export function tokenRefusal(status: number): string {
   return status === 400 || status === 401

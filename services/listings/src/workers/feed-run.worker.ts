@@ -26,6 +26,7 @@ import {
   recordUrl,
   sourcePhotos,
   type SourcePhoto,
+  readPage,
   retryAfterMs,
   runState,
   sourceRefusal,
@@ -288,12 +289,11 @@ export class FeedRunWorker {
         following = false;
         continue;
       }
-      const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown };
-      if (!Array.isArray(body.value))
-        throw new RunStopped(`the source answered a page without a \`value\` list (${url})`, true);
-      const records = body.value.filter((r): r is Record<string, unknown> => !!r && typeof r === 'object');
+      const page = readPage(answer, new URL(url).pathname);
+      if ('problem' in page) throw new RunStopped(page.problem, true);
+      const records = page.value.filter((r): r is Record<string, unknown> => !!r && typeof r === 'object');
       await this.recordPage(state, records, {});
-      const next = body['@odata.nextLink'];
+      const next = page.nextLink;
       if (typeof next !== 'string' || records.length === 0) return;
       url = new URL(next, url).toString();
       following = true;
@@ -318,12 +318,12 @@ export class FeedRunWorker {
       for (;;) {
         if (this.stopping || state.leaseLost) throw new RunHandedBack();
         const answer = await this.fetchPage(state, url, following);
-        const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown };
-        if (!Array.isArray(body.value)) throw new RunStopped('a page without a `value` list', true);
-        for (const r of body.value as Array<{ ListingKey?: unknown }>)
+        const page = readPage(answer, new URL(url).pathname);
+        if ('problem' in page) throw new RunStopped(page.problem, true);
+        for (const r of page.value as Array<{ ListingKey?: unknown }>)
           if (r && typeof r.ListingKey === 'string') keys.add(r.ListingKey);
-        const next = body['@odata.nextLink'];
-        if (typeof next !== 'string' || body.value.length === 0) break;
+        const next = page.nextLink;
+        if (typeof next !== 'string' || page.value.length === 0) break;
         url = new URL(next, url).toString();
         following = true;
       }
@@ -425,12 +425,10 @@ export class FeedRunWorker {
     const pending = await this.deps.photos!.synced.pending(state.feed.id, PENDING_PHOTOS_PER_RUN);
     for (const doc of pending) {
       this.stillHeld(state);
-      const answer = await this.fetchPage(
-        state,
-        recordUrl(state.feed.serviceRoot, state.feed.resource, doc.listingKey),
-        false,
-      );
-      const record = (answer.body as { value?: Array<Record<string, unknown>> }).value?.[0];
+      const url = recordUrl(state.feed.serviceRoot, state.feed.resource, doc.listingKey);
+      const page = readPage(await this.fetchPage(state, url, false), new URL(url).pathname);
+      if ('problem' in page) throw new RunStopped(page.problem, true);
+      const record = page.value[0] as Record<string, unknown> | undefined;
       const photos = record ? sourcePhotos(record) : undefined;
       // Gone from the feed: removals decide about the listing; its photos stay as they are.
       if (!record || !photos) continue;
