@@ -230,4 +230,42 @@ describe('feed sync against a failing source (embedded)', () => {
     const all = await syncedKeys(feed.source, keys(0, 1, 2, 3, 4, 5));
     expect([...all.values()].every((l) => l.version === 1)).toBe(true);
   });
+
+  it('records changed during a run: one stamped ahead is taken by the same run, one stamped behind what was served by the next run (the overlap); each applied once', async () => {
+    source.put(...six());
+    // Once two pages are served, the source commits F000 changed (stamped after everything) and F002 changed,
+    // stamped behind F003, which the walk has already passed.
+    source.faults = {
+      commitsAfter: {
+        pages: source.pages + 2,
+        records: [record(0, 10, { ListPrice: 111_000 }), record(2, 2.5, { ListPrice: 222_000 })],
+      },
+    };
+    const feed = await createFeed();
+    const first = await run(feed.id);
+    expect(first.state).toBe('succeeded');
+    expect(first.ledger).toMatchObject({ fetched: 7, created: 6, updated: 1, cursorAfter: cursorOf(record(0, 10)) });
+    let got = await syncedKeys(feed.source, keys(0, 1, 2, 3, 4, 5));
+    expect(got.get('F000')).toMatchObject({ version: 2, pricing: { listPrice: 111_000 } });
+    expect(got.get('F002')).toMatchObject({ version: 1, pricing: { listPrice: 200_002 } });
+
+    // The next run starts five minutes before the cursor: F002's change is behind the cursor, not lost.
+    const second = await run(feed.id);
+    expect(second.ledger).toMatchObject({ fetched: 6, created: 0, updated: 1, unchanged: 5 });
+    got = await eventually(async () => {
+      const now = await synced(feed.source);
+      expect(now.get('F002')).toMatchObject({ version: 2, pricing: { listPrice: 222_000 } });
+      return now;
+    }, WAIT);
+    expect([...got.values()].map((l) => [l.externalId, l.version]).sort()).toEqual([
+      ['F000', 2],
+      ['F001', 1],
+      ['F002', 2],
+      ['F003', 1],
+      ['F004', 1],
+      ['F005', 1],
+    ]);
+    const third = await run(feed.id);
+    expect(third.ledger).toMatchObject({ created: 0, updated: 0, unchanged: 6 });
+  });
 });
