@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** A RESO Property record as a source serves it (ListingKey and ModificationTimestamp at least). */
@@ -21,6 +21,24 @@ export interface SourceFaults {
   keyPull?: 'page' | 'nextLink';
   /** Photo paths (under `/photos/`) answered 403, as an expired signed URL is. */
   expiredPhotos?: Set<string>;
+  /** The Retry-After the 429s and 503s above carry (seconds or an HTTP date; `0` unless told). */
+  retryAfter?: string;
+  /** A token issued by `/token` answers 401 once it has been used this many times (it "expires" mid-run). */
+  tokenUses?: number;
+  /** The client's credentials are revoked: `/token` answers 401 and every token (`source-token` too) answers 401. */
+  revoked?: boolean;
+  /** The faults above (429s, 503s, revocation) start only once this many Property pages have been served. */
+  afterPages?: number;
+  /**
+   * The Property page request with this number (from 1, counted in `pages`) answers 200 with `body` as it is: an
+   * HTML error page, a cut-off answer, JSON without `value`.
+   */
+  brokenPage?: { at: number; body: string; contentType: string };
+  /**
+   * Records the source commits once this many Property pages have been served (a change during a run): put into
+   * `records` before the next page is answered, whatever their ModificationTimestamp.
+   */
+  commitsAfter?: { pages: number; records: SourceRecord[] };
 }
 
 /**
@@ -41,6 +59,13 @@ export class ResoTestSource {
   /** Photo downloads, by name, in order. */
   readonly downloads: string[] = [];
   photoBase = '';
+  /** The OAuth token endpoint (client credentials `source-client` / `source-secret`). */
+  tokenUrl = '';
+  /** Tokens `/token` issued, in order. */
+  readonly tokens: string[] = [];
+  /** Property pages answered (the key pull's and single records' included). */
+  pages = 0;
+  private readonly tokenUsed = new Map<string, number>();
   private nextLinksUsed = 0;
   private server?: Server;
   url = '';
@@ -65,17 +90,30 @@ export class ResoTestSource {
         res.writeHead(200, { 'content-type': 'image/jpeg' });
         return res.end(bytes);
       }
-      if (req.headers.authorization !== 'Bearer source-token')
-        return send(401, { error: { code: '401', message: 'no' } });
-      if (this.faults.tooManyRequests) {
+      if (url.pathname === '/token') return this.token(req, send);
+      if (!this.authorized(req.headers.authorization)) return send(401, { error: { code: '401', message: 'no' } });
+      const retryAfter = { 'retry-after': this.faults.retryAfter ?? '0' };
+      const faulty = this.pages >= (this.faults.afterPages ?? 0);
+      if (faulty && this.faults.tooManyRequests) {
         this.faults.tooManyRequests--;
-        return send(429, { error: { code: '429', message: 'slow down' } }, { 'retry-after': '0' });
+        return send(429, { error: { code: '429', message: 'slow down' } }, retryAfter);
       }
-      if (this.faults.unavailable) {
+      if (faulty && this.faults.unavailable) {
         this.faults.unavailable--;
-        return send(503, { error: { code: '503', message: 'away' } }, { 'retry-after': '0' });
+        return send(503, { error: { code: '503', message: 'away' } }, retryAfter);
       }
       if (!url.pathname.endsWith('/Property')) return send(404, { error: { code: '404', message: 'no resource' } });
+      this.pages++;
+      const commits = this.faults.commitsAfter;
+      if (commits && this.pages > commits.pages) {
+        this.put(...commits.records);
+        delete this.faults.commitsAfter;
+      }
+      const broken = this.faults.brokenPage;
+      if (broken && broken.at === this.pages) {
+        res.writeHead(200, { 'content-type': broken.contentType });
+        return res.end(broken.body);
+      }
       const token = url.searchParams.get('$skiptoken');
       const select = url.searchParams.get('$select');
       if (select !== null && token !== null && this.faults.keyPull === 'page')
@@ -116,7 +154,42 @@ export class ResoTestSource {
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/odata`;
     this.photoBase = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/photos`;
+    this.tokenUrl = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/token`;
     return this;
+  }
+
+  private revoked(): boolean {
+    return !!this.faults.revoked && this.pages >= (this.faults.afterPages ?? 0);
+  }
+
+  /** While the credentials stand: `source-token`, and a token `/token` issued that has uses left. */
+  private authorized(header: string | undefined): boolean {
+    const token = header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : undefined;
+    if (this.revoked()) return false;
+    if (token === 'source-token') return true;
+    if (!token || !this.tokens.includes(token)) return false;
+    const used = (this.tokenUsed.get(token) ?? 0) + 1;
+    this.tokenUsed.set(token, used);
+    return this.faults.tokenUses === undefined || used <= this.faults.tokenUses;
+  }
+
+  /** The client-credentials grant: a new token each time, unless the credentials are revoked. */
+  private token(req: IncomingMessage, send: (status: number, body: unknown) => void): void {
+    let form = '';
+    req.on('data', (chunk: Buffer) => (form += chunk.toString()));
+    req.on('end', () => {
+      const params = new URLSearchParams(form);
+      if (
+        this.revoked() ||
+        params.get('grant_type') !== 'client_credentials' ||
+        params.get('client_id') !== 'source-client' ||
+        params.get('client_secret') !== 'source-secret'
+      )
+        return send(401, { error: 'invalid_client' });
+      const token = `issued-${this.tokens.length + 1}`;
+      this.tokens.push(token);
+      send(200, { access_token: token, token_type: 'Bearer', expires_in: 3600 });
+    });
   }
 
   put(...records: SourceRecord[]): void {

@@ -8,7 +8,10 @@ import type { JobState } from '@estate/contracts/jobs';
 export const OVERLAP_MS = 5 * 60 * 1000;
 /** A 429 or 503 is retried this many times in a row, waiting its Retry-After (or a growing delay) each time. */
 export const MAX_RETRIES = 6;
-/** A Retry-After longer than this stops the run (the next run goes on from the cursor) rather than hold it. */
+/**
+ * A Retry-After longer than this (the waits for one page added up) stops the run rather than hold its worker; the
+ * next run goes on from the cursor, a scheduled one not before the time the source gave.
+ */
 export const MAX_RETRY_AFTER_MS = 5 * 60 * 1000;
 /** Record errors kept on the job (the ledger counts them all). */
 export const ERRORS_KEPT = 1000;
@@ -165,6 +168,57 @@ export function withinHourlyBudget(usage: Usage, now: Date, perHour: number | un
   const minute = Math.floor(now.getTime() / 60_000);
   const used = usage.filter((u) => u.minute > minute - 60).reduce((sum, u) => sum + u.count, 0);
   return used < perHour;
+}
+
+const GOES_ON = 'the cursor stays at the last page written and the next run goes on from there';
+
+/**
+ * Why a run stopped when the source refused its credentials (401, for client credentials after one fresh token) or
+ * its access (403): what to renew, not only a status.
+ */
+export function sourceRefusal(auth: 'bearer' | 'client_credentials', status: number, path: string): string {
+  if (status === 403)
+    return `the source refused access (403 at ${path}): the feed's credentials may not read this resource; ${GOES_ON}`;
+  return auth === 'bearer'
+    ? `the source refused the feed's bearer token (401 at ${path}): replace its \`auth\` with PATCH /v1/feeds/{id}; ${GOES_ON}`
+    : `the source refused a fresh token of the feed's client credentials (401 at ${path}): check the client's access at the source; ${GOES_ON}`;
+}
+
+/** Why a run stopped when the source asked to wait longer than a run waits (a 429 or 503 with a long Retry-After). */
+export function throttled(status: number, waitMs: number, retryAt: Date, scheduled: boolean): string {
+  return (
+    `the source answered ${status} and asked to wait ${Math.round(waitMs / 1000)} s, until ${retryAt.toISOString()}: ` +
+    `the run stopped rather than wait that long; ${GOES_ON}` +
+    (scheduled ? ', and the schedule starts none before then' : ' (start it after then)')
+  );
+}
+
+/** A page's records and nextLink, or why the answer is not a page (nothing of it is written). */
+export function readPage(
+  answer: { body: unknown; notJson?: string; headers: Record<string, string | string[] | undefined> },
+  path: string,
+): { value: unknown[]; nextLink: unknown } | { problem: string } {
+  const type = String(answer.headers['content-type'] ?? 'no content-type').split(';')[0];
+  const body = answer.body;
+  let what: string | undefined;
+  if (answer.notJson !== undefined)
+    what = answer.notJson ? `a body that is not JSON (${type}: "${answer.notJson}")` : `an empty body (${type})`;
+  else if (!body || typeof body !== 'object' || Array.isArray(body)) what = 'JSON that is not an object';
+  else if (!Array.isArray((body as { value?: unknown }).value)) {
+    const fields = Object.keys(body).slice(0, 5);
+    what = `JSON without a \`value\` list (${fields.length ? `fields: ${fields.join(', ')}` : 'an empty object'})`;
+  }
+  if (what)
+    return { problem: `the source answered 200 to ${path} with ${what}: nothing of that page was written; ${GOES_ON}` };
+  const page = body as { value: unknown[]; '@odata.nextLink'?: unknown };
+  return { value: page.value, nextLink: page['@odata.nextLink'] };
+}
+
+/** Why a run stopped when the token endpoint gave no token. */
+export function tokenRefusal(status: number): string {
+  return status === 400 || status === 401
+    ? `the token endpoint refused the feed's client credentials (${status}): replace the feed's \`auth\` with PATCH /v1/feeds/{id}; ${GOES_ON}`
+    : `the token endpoint answered ${status} without an access token; ${GOES_ON}`;
 }
 
 /** How a run ends: a source failure fails it (partly, when something was applied); record errors fail it partly. */

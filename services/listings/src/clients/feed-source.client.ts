@@ -7,6 +7,8 @@ export interface SourceAnswer {
   status: number;
   headers: http.IncomingHttpHeaders;
   body: unknown;
+  /** The answer had a body that is not JSON (an HTML error page, a cut-off answer): its start, for the reason. */
+  notJson?: string;
 }
 
 /** The source could not be reached or answered what is not JSON: a failure of the source, not of a record. */
@@ -47,13 +49,12 @@ export class FeedSourceClient {
       tooLarge: (host) => `the answer of ${host} is over 64 MB`,
     }).then(({ status, headers, bytes }) => {
       const text = bytes?.toString('utf8');
-      let body: unknown = undefined;
+      if (!text?.trim()) return { status, headers, body: undefined, notJson: '' };
       try {
-        body = text ? JSON.parse(text) : undefined;
+        return { status, headers, body: JSON.parse(text) as unknown };
       } catch {
-        body = undefined;
+        return { status, headers, body: undefined, notJson: text.replace(/\s+/g, ' ').trim().slice(0, 60) };
       }
-      return { status, headers, body };
     });
   }
 

@@ -26,8 +26,12 @@ import {
   recordUrl,
   sourcePhotos,
   type SourcePhoto,
+  readPage,
   retryAfterMs,
   runState,
+  sourceRefusal,
+  throttled,
+  tokenRefusal,
   walkStart,
   withinHourlyBudget,
   withinRemovalShare,
@@ -88,6 +92,8 @@ class RunStopped extends Error {
   constructor(
     readonly reason: string,
     readonly sourceFailed: boolean,
+    /** The source asked not to be called before this time (a long Retry-After). */
+    readonly retryAt?: Date,
   ) {
     super(reason);
   }
@@ -239,6 +245,7 @@ export class FeedRunWorker {
       // A source that cannot be reached is the feed's condition, told in the run's ledger; anything else is ours.
       if (err instanceof SourceUnreachable) log.warn({ reason: err.message }, 'feed run stopped: source unreachable');
       else if (!(err instanceof RunStopped)) log.error({ err }, 'feed run stopped');
+      if (stopped.retryAt) await this.postpone(state.feed, stopped.retryAt, log);
       await this.end(
         state.job,
         { stopReason: stopped.reason, sourceFailed: stopped.sourceFailed },
@@ -282,12 +289,11 @@ export class FeedRunWorker {
         following = false;
         continue;
       }
-      const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown };
-      if (!Array.isArray(body.value))
-        throw new RunStopped(`the source answered a page without a \`value\` list (${url})`, true);
-      const records = body.value.filter((r): r is Record<string, unknown> => !!r && typeof r === 'object');
+      const page = readPage(answer, new URL(url).pathname);
+      if ('problem' in page) throw new RunStopped(page.problem, true);
+      const records = page.value.filter((r): r is Record<string, unknown> => !!r && typeof r === 'object');
       await this.recordPage(state, records, {});
-      const next = body['@odata.nextLink'];
+      const next = page.nextLink;
       if (typeof next !== 'string' || records.length === 0) return;
       url = new URL(next, url).toString();
       following = true;
@@ -312,12 +318,12 @@ export class FeedRunWorker {
       for (;;) {
         if (this.stopping || state.leaseLost) throw new RunHandedBack();
         const answer = await this.fetchPage(state, url, following);
-        const body = answer.body as { value?: unknown; '@odata.nextLink'?: unknown };
-        if (!Array.isArray(body.value)) throw new RunStopped('a page without a `value` list', true);
-        for (const r of body.value as Array<{ ListingKey?: unknown }>)
+        const page = readPage(answer, new URL(url).pathname);
+        if ('problem' in page) throw new RunStopped(page.problem, true);
+        for (const r of page.value as Array<{ ListingKey?: unknown }>)
           if (r && typeof r.ListingKey === 'string') keys.add(r.ListingKey);
-        const next = body['@odata.nextLink'];
-        if (typeof next !== 'string' || body.value.length === 0) break;
+        const next = page.nextLink;
+        if (typeof next !== 'string' || page.value.length === 0) break;
         url = new URL(next, url).toString();
         following = true;
       }
@@ -419,12 +425,10 @@ export class FeedRunWorker {
     const pending = await this.deps.photos!.synced.pending(state.feed.id, PENDING_PHOTOS_PER_RUN);
     for (const doc of pending) {
       this.stillHeld(state);
-      const answer = await this.fetchPage(
-        state,
-        recordUrl(state.feed.serviceRoot, state.feed.resource, doc.listingKey),
-        false,
-      );
-      const record = (answer.body as { value?: Array<Record<string, unknown>> }).value?.[0];
+      const url = recordUrl(state.feed.serviceRoot, state.feed.resource, doc.listingKey);
+      const page = readPage(await this.fetchPage(state, url, false), new URL(url).pathname);
+      if ('problem' in page) throw new RunStopped(page.problem, true);
+      const record = page.value[0] as Record<string, unknown> | undefined;
       const photos = record ? sourcePhotos(record) : undefined;
       // Gone from the feed: removals decide about the listing; its photos stay as they are.
       if (!record || !photos) continue;
@@ -519,31 +523,59 @@ export class FeedRunWorker {
     await synced.save(next);
   }
 
+  /**
+   * A scheduled feed whose source asked to wait until `retryAt` starts no run before then (the one in progress has
+   * moved `nextRunAt` already; a schedule changed since is left alone).
+   */
+  private async postpone(feed: FeedDoc, retryAt: Date, log: Logger): Promise<void> {
+    if (!feed.schedule || !feed.nextRunAt || Date.parse(feed.nextRunAt) >= retryAt.getTime()) return;
+    await this.deps.feeds
+      .claimSchedule(feed.id, feed.nextRunAt, retryAt.toISOString())
+      .catch((err: unknown) => log.warn({ err }, 'postponing the next scheduled run failed'));
+  }
+
   private stillHeld(state: Running): void {
     if (this.stopping || state.leaseLost) throw new RunHandedBack();
   }
 
-  /** One page's request, within the budget, with 429/503 retried after their Retry-After. */
+  /**
+   * One page's request, within the budget, with 429/503 retried after their Retry-After while the page's waits add
+   * up to at most MAX_RETRY_AFTER_MS: a longer wait ends the run (its reason says until when), it does not hold a
+   * worker.
+   */
   private async fetchPage(state: Running, url: string, following: boolean): Promise<SourceAnswer> {
+    let renewed = false;
+    let waited = 0;
     for (let attempt = 0; ; attempt++) {
       const answer = await this.send(state, url, {
         headers: { prefer: `odata.maxpagesize=${state.feed.pageSize}` },
       });
       if (answer.status === 200) return answer;
       if (answer.status === 429 || answer.status === 503) {
-        const wait = retryAfterMs(answer.headers['retry-after'], this.deps.clock()) ?? 1000 * 2 ** attempt;
-        if (attempt >= MAX_RETRIES || wait > MAX_RETRY_AFTER_MS)
+        const now = this.deps.clock();
+        const wait = retryAfterMs(answer.headers['retry-after'], now) ?? 1000 * 2 ** attempt;
+        if (waited + wait > MAX_RETRY_AFTER_MS) {
+          const retryAt = new Date(now.getTime() + wait);
+          throw new RunStopped(throttled(answer.status, wait, retryAt, !!state.feed.schedule), true, retryAt);
+        }
+        if (attempt >= MAX_RETRIES)
           throw new RunStopped(
-            `the source kept answering ${answer.status} (asked to wait ${Math.round(wait / 1000)} s)`,
+            `the source kept answering ${answer.status} (${MAX_RETRIES} retries, the last asked to wait ${Math.round(wait / 1000)} s)`,
             true,
           );
         state.job.ledger!.retries++;
+        waited += wait;
         await this.sleep(wait);
         continue;
       }
-      if (answer.status === 401 && state.feed.auth.type === 'client_credentials' && state.token && attempt === 0) {
-        state.token = undefined;
-        continue;
+      if (answer.status === 401 || answer.status === 403) {
+        // A token that expired (or was revoked) mid-run: one fresh token, the same request again.
+        if (answer.status === 401 && state.feed.auth.type === 'client_credentials' && !renewed) {
+          renewed = true;
+          state.token = undefined;
+          continue;
+        }
+        throw new RunStopped(sourceRefusal(state.feed.auth.type, answer.status, new URL(url).pathname), true);
       }
       // An expired or refused nextLink: start again from the position reached (a first page is not retried so).
       if (following && answer.status >= 400 && answer.status < 500 && answer.status !== 401 && answer.status !== 403)
@@ -595,8 +627,7 @@ export class FeedRunWorker {
       body: form.toString(),
     });
     const token = (answer.body as { access_token?: unknown } | undefined)?.access_token;
-    if (answer.status !== 200 || typeof token !== 'string')
-      throw new RunStopped(`the token endpoint answered ${answer.status} without an access token`, true);
+    if (answer.status !== 200 || typeof token !== 'string') throw new RunStopped(tokenRefusal(answer.status), true);
     state.token = token;
     return token;
   }
