@@ -31,6 +31,8 @@ export interface EmbeddedProduct {
   close(): Promise<void>;
 }
 
+const EMBEDDED_KEY_CACHE_MS = 2_000;
+
 /**
  * The embedded profile: the five services in one process, each with its own SQLite file in
  * DATA_DIR (documents, outbox, jobs; the listing search index in the listings file), talking over
@@ -181,6 +183,10 @@ export async function composeEmbedded(
         return agent ? { active: agent.active, version: agent.version } : null;
       },
     },
+    // Live keys are trusted for 2 s, as on the distributed profile; a key the CLI revokes on the data folder is
+    // refused at once, because a commit by another process drops the whole cache (decision 0095).
+    keyCacheMs: EMBEDDED_KEY_CACHE_MS,
+    keysChangedElsewhere: stores.gateway.changesByOthers(),
     rateLimitPerMinute: config.rateLimitPerMinute,
     anonymousRateLimitPerMinute: config.anonymousRateLimitPerMinute,
     keys: { adminKey: config.adminApiKey, platformKey: config.platformApiKey },

@@ -298,6 +298,21 @@ export class SqliteDocumentStore implements DocumentStore {
     return new SqliteDocumentStore(path, options);
   }
 
+  /**
+   * A watcher that answers true when another connection (another process, such as the CLI on the same data folder)
+   * committed to this file since it last answered; this connection's own commits do not count.
+   */
+  changesByOthers(): () => boolean {
+    const version = this.db.prepare('PRAGMA data_version').pluck();
+    let seen = version.get();
+    return () => {
+      const now = version.get();
+      if (now === seen) return false;
+      seen = now;
+      return true;
+    };
+  }
+
   /** The connection, for tables of the same service kept beside the documents (the listing search index). */
   get database(): Database.Database {
     return this.db;

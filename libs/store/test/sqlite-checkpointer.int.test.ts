@@ -70,6 +70,27 @@ describe('sqlite store: write-ahead log checkpointed on a worker thread', () => 
     }
   });
 
+  it("tells another connection's commits from its own and from the worker's checkpoints", async () => {
+    const file = join(dir, 'store.db');
+    const store = SqliteDocumentStore.open(file, { backgroundCheckpoints: true });
+    const other = SqliteDocumentStore.open(file);
+    try {
+      const changedElsewhere = store.changesByOthers();
+      const before = statSync(file).size;
+      await write(store, 50);
+      expect(changedElsewhere()).toBe(false);
+      // The worker copies the log into the file: no content changes, so nothing to report.
+      await eventually(() => expect(statSync(file).size).toBeGreaterThan(before + 50 * 2_000), { timeoutMs: 30_000 });
+      expect(changedElsewhere()).toBe(false);
+      await (await other.collection('docs')).insertOne({ id: 'from-elsewhere' });
+      expect(changedElsewhere()).toBe(true);
+      expect(changedElsewhere()).toBe(false);
+    } finally {
+      await other.close();
+      await store.close();
+    }
+  });
+
   it('leaves checkpoints to the committing connection when not asked for', async () => {
     const file = join(dir, 'store.db');
     const store = SqliteDocumentStore.open(file);

@@ -35,13 +35,15 @@ export class AccessService {
       clock: () => Date;
       /** How long a live key is trusted without reading the store (0, the default: always read). */
       keyCacheMs?: number;
+      /** True when another process may have changed the keys (the cache is dropped then); see ApiKeyCache. */
+      keysChangedElsewhere?: () => boolean;
       /** Tells every gateway replica that a key was revoked (transient notification). */
       notify?: (subject: string, data: ApiKeyRevoked) => void;
       /** Tells whether an agent key's `agentId` names an active agent of the account. */
       agents: AgentsReader;
     },
   ) {
-    this.cache = new ApiKeyCache({ ttlMs: deps.keyCacheMs ?? 0 });
+    this.cache = new ApiKeyCache({ ttlMs: deps.keyCacheMs ?? 0, changedElsewhere: deps.keysChangedElsewhere });
   }
 
   async authenticate(secret: string): Promise<Identity | null> {

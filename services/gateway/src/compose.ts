@@ -60,6 +60,8 @@ export interface GatewayDeps {
    * at once through a notification. 0 (the default) reads the store on every request.
    */
   keyCacheMs?: number;
+  /** True when another process may have changed the keys in the store: the key cache is dropped then. */
+  keysChangedElsewhere?: () => boolean;
   /** Keys taken from the environment for the default account and the platform. */
   keys?: { adminKey?: string; platformKey?: string };
   upstreams?: { urls: UpstreamUrls; signingSecret: string };
@@ -87,6 +89,7 @@ export async function composeGateway(deps: GatewayDeps): Promise<GatewayRuntime>
     repo: accessRepo,
     clock,
     keyCacheMs: deps.keyCacheMs,
+    keysChangedElsewhere: deps.keysChangedElsewhere,
     notify: (subject, data) => deps.bus.notify(subject, data),
     agents: deps.agents,
   });

@@ -36,4 +36,21 @@ describe('ApiKeyCache', () => {
     expect(small.get('h1')).toBeUndefined();
     expect(small.get('h3')).toBeDefined();
   });
+
+  it('drops everything, and a lookup begun before, when the keys changed elsewhere', () => {
+    let changed = false;
+    const cache = new ApiKeyCache({ ttlMs: 60_000, changedElsewhere: () => changed });
+    cache.put('h1', who('key_1'), cache.generation);
+    cache.put('h2', who('key_2'), cache.generation);
+    expect(cache.get('h1')).toEqual(who('key_1'));
+    const before = cache.generation;
+    changed = true;
+    expect(cache.get('h2')).toBeUndefined();
+    changed = false;
+    expect(cache.get('h1')).toBeUndefined();
+    cache.put('h1', who('key_1'), before);
+    expect(cache.get('h1')).toBeUndefined();
+    cache.put('h1', who('key_1'), cache.generation);
+    expect(cache.get('h1')).toEqual(who('key_1'));
+  });
 });

@@ -15,7 +15,18 @@ export class ApiKeyCache {
   /** Bumped by every eviction: a lookup that started before one must not cache what it read. */
   private epoch = 0;
 
-  constructor(private readonly options: { ttlMs: number; maxEntries?: number; now?: () => number }) {}
+  constructor(
+    private readonly options: {
+      ttlMs: number;
+      maxEntries?: number;
+      now?: () => number;
+      /**
+       * True when the keys may have changed where no revocation event tells (another process wrote the store, as
+       * the CLI does on the embedded data folder): asked on every lookup; the whole cache is dropped then.
+       */
+      changedElsewhere?: () => boolean;
+    },
+  ) {}
 
   get enabled(): boolean {
     return this.options.ttlMs > 0;
@@ -27,6 +38,11 @@ export class ApiKeyCache {
   }
 
   get(hash: string): Identity | undefined {
+    if (this.options.changedElsewhere?.()) {
+      this.epoch++;
+      this.byHash.clear();
+      return undefined;
+    }
     const entry = this.byHash.get(hash);
     if (!entry) return undefined;
     if (entry.expiresAt <= this.now()) {
