@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { eventually, ResoTestSource, type SourceRecord } from '@estate/testing';
+import { eventually, readSse, ResoTestSource, type SourceRecord } from '@estate/testing';
 import type { EmbeddedProduct } from '../src/compose';
 import { startEmbedded } from './harness';
 
@@ -267,5 +268,32 @@ describe('feed sync against a failing source (embedded)', () => {
     ]);
     const third = await run(feed.id);
     expect(third.ledger).toMatchObject({ created: 0, updated: 0, unchanged: 6 });
+  });
+
+  it('applies a page in steps of 25 records, each committed with its position and its progress sent between them', async () => {
+    const records = [...Array(60).keys()].map((n) => record(n, n));
+    source.put(...records);
+    let release!: () => void;
+    source.faults = { held: new Promise<void>((resolve) => (release = resolve)) };
+    const feed = await createFeed({ pageSize: 100 });
+    const started = await call('POST', `/v1/feeds/${feed.id}/runs`);
+    expect(started.status).toBe(202);
+    await product.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = product.app.server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/v1/jobs/${started.body.id}/events`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    // The source answers the page once the stream is open, so the stream sees every step.
+    const { events } = await readSse(res, () => release());
+    const progress = events.map((e) => JSON.parse(e.data) as { state: string; progress: { processed: number } });
+    const processed = progress.map((p) => p.progress.processed);
+    expect(processed).toEqual(expect.arrayContaining([0, 25, 50, 60]));
+    expect(processed).toEqual([...processed].sort((a, b) => a - b));
+    expect(progress.at(-1)!.state).toBe('succeeded');
+    expect(await cursor(feed.id)).toEqual(cursorOf(records[59]));
+    await syncedKeys(
+      feed.source,
+      records.map((r) => r.ListingKey),
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** A RESO Property record as a source serves it (ListingKey and ModificationTimestamp at least). */
@@ -39,6 +39,8 @@ export interface SourceFaults {
    * `records` before the next page is answered, whatever their ModificationTimestamp.
    */
   commitsAfter?: { pages: number; records: SourceRecord[] };
+  /** Property pages are answered only once this settles (a test gets ready before a run goes on). */
+  held?: Promise<unknown>;
 }
 
 /**
@@ -71,7 +73,7 @@ export class ResoTestSource {
   url = '';
 
   async start(): Promise<this> {
-    this.server = createServer((req, res) => {
+    const answer = (req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://source.invalid');
       this.requests.push(`${url.pathname}${url.search}`);
       this.times.push(Date.now());
@@ -150,6 +152,12 @@ export class ResoTestSource {
         value: page,
         ...(rows.length > size ? { '@odata.nextLink': `${this.url}/Property${next.search}` } : {}),
       });
+    };
+    this.server = createServer((req, res) => {
+      const held = this.faults.held;
+      if (held && new URL(req.url ?? '/', 'http://source.invalid').pathname.endsWith('/Property'))
+        void held.then(() => answer(req, res));
+      else answer(req, res);
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/odata`;

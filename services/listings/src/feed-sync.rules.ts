@@ -13,6 +13,12 @@ export const MAX_RETRIES = 6;
  * next run goes on from the cursor, a scheduled one not before the time the source gave.
  */
 export const MAX_RETRY_AFTER_MS = 5 * 60 * 1000;
+/**
+ * A page is applied in steps of this many records, each committed with the position it reached; the process serves
+ * other requests between steps. A page of 1,000 records as one transaction held the listings store, and the event
+ * loop, for seconds.
+ */
+export const PAGE_STEP = 25;
 /** Record errors kept on the job (the ledger counts them all). */
 export const ERRORS_KEPT = 1000;
 /** Records a dry run lists in its preview. */

@@ -21,6 +21,7 @@ import {
   MAX_RETRIES,
   missingAction,
   MAX_RETRY_AFTER_MS,
+  PAGE_STEP,
   pageUrl,
   PREVIEW_KEPT,
   recordUrl,
@@ -292,7 +293,13 @@ export class FeedRunWorker {
       const page = readPage(answer, new URL(url).pathname);
       if ('problem' in page) throw new RunStopped(page.problem, true);
       const records = page.value.filter((r): r is Record<string, unknown> => !!r && typeof r === 'object');
-      await this.recordPage(state, records, {});
+      await this.recordPage(state, records.slice(0, PAGE_STEP), {});
+      for (let from = PAGE_STEP; from < records.length; from += PAGE_STEP) {
+        // Requests that arrived meanwhile are answered before the next step.
+        await new Promise((resolve) => setImmediate(resolve));
+        if (this.stopping || state.leaseLost) throw new RunHandedBack();
+        await this.recordPage(state, records.slice(from, from + PAGE_STEP), {});
+      }
       const next = page.nextLink;
       if (typeof next !== 'string' || records.length === 0) return;
       url = new URL(next, url).toString();

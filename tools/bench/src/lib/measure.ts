@@ -114,3 +114,10 @@ export function problemsOf(scenario: string, target: TargetResult): string[] {
     problems.push(`${where}: the server printed ${target.server.logLines} log lines under load (see stderr)`);
   return problems;
 }
+
+/** The nearest-rank percentile `p` (0-100) of unsorted samples; NaN when there are none. */
+export function percentile(xs: number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}

@@ -5,6 +5,7 @@ import type { Job, JobProgress } from '@estate/contracts/jobs';
 import { listingBody, readSse } from '@estate/testing';
 import { freePort, natsToolsAuth, natsUserEnv } from '../lib/cluster';
 import { expectStatus } from '../lib/http';
+import { percentile } from '../lib/measure';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult } from '../lib/scenario';
 
 const ITEMS_PER_JOB = 100;
@@ -22,10 +23,6 @@ const BULK_SINGLE_GOAL = 5;
 
 const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 10 ** digits;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const percentile = (xs: number[], p: number): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-};
 
 interface Api {
   origin: string;

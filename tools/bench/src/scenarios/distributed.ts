@@ -2,7 +2,7 @@ import { listingBody } from '@estate/testing';
 import sharp from 'sharp';
 import { enginesFromEnv, startDistributed, type DistributedCluster } from '../lib/cluster';
 import { expectStatus } from '../lib/http';
-import { measureTarget, problemsOf } from '../lib/measure';
+import { measureTarget, percentile, problemsOf } from '../lib/measure';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult, TargetResult } from '../lib/scenario';
 import { captures } from './leads';
 
@@ -19,11 +19,6 @@ const ITEMS_PER_JOB = 100;
 const JOBS_IN_FLIGHT = 4;
 
 const round = (n: number, digits = 3): number => Math.round(n * 10 ** digits) / 10 ** digits;
-const percentile = (xs: number[], p: number): number => {
-  if (xs.length === 0) return Number.NaN;
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-};
 
 async function post(cluster: DistributedCluster, path: string, body: unknown, status: number): Promise<unknown> {
   const res = await expectStatus(`${cluster.origin}${path}`, status, {

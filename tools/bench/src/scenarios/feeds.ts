@@ -7,6 +7,7 @@ import type { Job } from '@estate/contracts/jobs';
 import { ResoTestSource, type SourceRecord } from '@estate/testing';
 import sharp from 'sharp';
 import { expectStatus } from '../lib/http';
+import { percentile } from '../lib/measure';
 import type { EmbeddedSpec } from '../lib/protocol';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult } from '../lib/scenario';
 import type { ServerHandle } from '../lib/servers';
@@ -76,23 +77,25 @@ async function followRun(
   jobId: string,
   startedAt: number,
   during?: (job: Job) => Promise<boolean>,
-): Promise<{ job: Job; seconds: number; peakRssMb: number }> {
+): Promise<{ job: Job; seconds: number; peakRssMb: number; pollMs: number[] }> {
   let peak = 0;
   const deadline = Date.now() + RUN_TIMEOUT_MS;
+  // How long each poll took: how the product answers other requests while a run writes.
+  const pollMs: number[] = [];
   for (;;) {
+    const polledAt = performance.now();
     const job = await readJob(api, jobId);
+    pollMs.push(performance.now() - polledAt);
     peak = Math.max(peak, rssOf(server.pid));
-    if (FINAL.includes(job.state)) return { job, seconds: (performance.now() - startedAt) / 1000, peakRssMb: mb(peak) };
-    if (during && (await during(job))) return { job, seconds: (performance.now() - startedAt) / 1000, peakRssMb: 0 };
+    const seconds = (performance.now() - startedAt) / 1000;
+    if (FINAL.includes(job.state)) return { job, seconds, peakRssMb: mb(peak), pollMs };
+    if (during && (await during(job))) return { job, seconds, peakRssMb: 0, pollMs };
     if (Date.now() > deadline) throw new Error(`run ${jobId} still ${job.state} after ${RUN_TIMEOUT_MS / 1000} s`);
     await sleep(100);
   }
 }
 
-/**
- * The process's resident set from /proc (Linux), not over IPC: a page is applied in one synchronous SQLite
- * transaction, during which the server's event loop answers nothing.
- */
+/** The process's resident set from /proc (Linux), not over IPC: the sample does not wait for the server. */
 function rssOf(pid: number): number {
   try {
     const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
@@ -253,6 +256,11 @@ export const feeds: Scenario = {
               }
             : {}),
           note: `${Math.round(size.listings / first.seconds)} records/s from POST to the end seen; ${ledgerNote(l1)}`,
+        },
+        {
+          name: 'first sync: GET /v1/jobs/:id while it runs, p99 ms',
+          value: round(percentile(first.pollMs, 99), 1),
+          note: `${first.pollMs.length} polls, one every ~100 ms; median ${round(percentile(first.pollMs, 50), 1)} ms, max ${round(Math.max(...first.pollMs), 1)} ms`,
         },
         {
           name: 'first sync: reader RSS peak, MB',
