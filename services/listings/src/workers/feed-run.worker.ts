@@ -297,7 +297,7 @@ export class FeedRunWorker {
       for (let from = PAGE_STEP; from < records.length; from += PAGE_STEP) {
         // Requests that arrived meanwhile are answered before the next step.
         await new Promise((resolve) => setImmediate(resolve));
-        if (this.stopping || state.leaseLost) throw new RunHandedBack();
+        this.stillHeld(state);
         await this.recordPage(state, records.slice(from, from + PAGE_STEP), {});
       }
       const next = page.nextLink;
