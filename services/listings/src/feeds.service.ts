@@ -222,10 +222,13 @@ export class FeedsService {
     if (!feed.enabled) throw new AppError('feed_disabled', `Feed ${id} is disabled; enable it to run it`);
     const jobId = newId('job');
     let taken = await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId);
-    // The run recorded may have ended without releasing the feed (its process died between the two writes).
+    // The run recorded may have ended without releasing the feed: its process died between the two writes, or it is
+    // releasing the feed right now. An ended run is replaced; a feed released meanwhile is taken.
     const stale = !taken && feed.activeRunId ? await this.deps.jobs.load(feed.activeRunId) : undefined;
     if (!taken && feed.activeRunId && stale && ENDED.includes(stale.state))
-      taken = await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId, feed.activeRunId);
+      taken =
+        (await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId, feed.activeRunId)) ??
+        (await this.deps.feeds.takeRun(ctx.who.accountId, id, jobId));
     if (!taken)
       throw new AppError(
         'feed_run_in_progress',

@@ -280,6 +280,35 @@ function feedSuite(openStore: OpenStore) {
     });
   });
 
+  it('a run asked for as the last one releases the feed is started, not refused (the release lands between our two tries)', async () => {
+    source.put(...ten());
+    const feed = await createFeed();
+    const first = await run(feed.id);
+    expect(first.state).toBe('succeeded');
+    // The feed as the ending run leaves it for a moment: the run reads as ended, the feed still names it.
+    type Deps = {
+      feeds: {
+        takeRun(a: string, id: string, run: string): Promise<unknown>;
+        releaseRun(id: string, run: string): Promise<void>;
+      };
+      jobs: { load(id: string): Promise<unknown> };
+    };
+    const deps = (h.runtime.feeds as unknown as { deps: Deps }).deps;
+    expect(await deps.feeds.takeRun(alice.accountId, feed.id, first.id)).toBeTruthy();
+    const load = deps.jobs.load.bind(deps.jobs);
+    deps.jobs.load = async (id: string) => {
+      // The release lands after our first try found the feed held, before the second.
+      await deps.feeds.releaseRun(feed.id, first.id);
+      return load(id);
+    };
+    try {
+      const second = await run(feed.id);
+      expect(second.state).toBe('succeeded');
+    } finally {
+      deps.jobs.load = load;
+    }
+  });
+
   it('removals: a feed that suddenly answers nothing trips the circuit breaker and removes nothing', async () => {
     source.put(...ten());
     const feed = await createFeed();

@@ -794,15 +794,14 @@ export class FeedRunWorker {
       { applied: ledger.created + ledger.updated + ledger.unchanged, failed: ledger.failed },
       outcome.sourceFailed,
     );
+    // The requests of the run's last page, or of its failure, count against the budget too; and the position the
+    // run recorded is the feed's even when the process that applied the last page died before moving the cursor.
+    // Committed before the run reads as ended, so that a client who sees it ended finds the feed's cursor moved.
+    const cursor = ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {};
+    if (job.feedId && (usage || cursor.cursor))
+      await this.deps.feeds.commit(job.feedId, job.id, { ...(usage ? { usage } : {}), ...cursor }).catch(() => false);
     const finished = await this.deps.jobs.finish({ ...job, ledger }, this.owner, state, this.deps.clock());
-    if (job.feedId) {
-      // The requests of the run's last page, or of its failure, count against the budget too; and the position the
-      // run recorded is the feed's even when the process that applied the last page died before moving the cursor.
-      const cursor = ledger.cursorAfter && !ledger.dryRun ? { cursor: ledger.cursorAfter } : {};
-      if (usage || cursor.cursor)
-        await this.deps.feeds.commit(job.feedId, job.id, { ...(usage ? { usage } : {}), ...cursor }).catch(() => false);
-      await this.deps.feeds.releaseRun(job.feedId, job.id);
-    }
+    if (job.feedId) await this.deps.feeds.releaseRun(job.feedId, job.id);
     if (!finished) return;
     this.deps.outbox?.kick();
     this.deps.bus.notify(jobProgressSubject(job.id), progressOf(finished), { requestId: job.requestId });
