@@ -143,7 +143,13 @@ export const soak: Scenario = {
     const rss: { atSec: number; mb: number }[] = [];
     const sampleRss = async (startedAt: number): Promise<void> => {
       const s = await server.sample();
-      rss.push({ atSec: Math.round((Date.now() - startedAt) / 1000), mb: Math.round(s.rssBytes / 1024 / 1024) });
+      const sample = { atSec: Math.round((Date.now() - startedAt) / 1000), mb: Math.round(s.rssBytes / 1024 / 1024) };
+      // A line a minute: the shape of the curve (a plateau or a steady climb) says more than its two ends.
+      if (rss.length % Math.round(60_000 / SAMPLE_EVERY_MS) === 0)
+        ctx.log(
+          `soak: ${sample.atSec} s, RSS ${sample.mb} MB, JS heap used ${Math.round(s.heapUsedBytes / 1024 / 1024)} MB`,
+        );
+      rss.push(sample);
     };
 
     ctx.log(`soak: ${RATE} req/s for ${seconds} s (${total} requests)`);
