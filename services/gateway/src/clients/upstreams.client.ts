@@ -139,12 +139,15 @@ export async function proxyToUpstreams(
     signingSecret: string;
     jsonBodyLimit: number;
     uploadBodyLimit: number;
-    /** Where uploads wait to be forwarded: a folder of its own under the system's temporary folder by default. */
+    /**
+     * Where uploads wait to be forwarded (each file unlinked as soon as it is opened). By default a folder of its
+     * own under the system's temporary folder, removed on close; a folder given here is the caller's and is left.
+     */
     spoolDir?: string;
   },
 ): Promise<void> {
   const spoolDir = options.spoolDir ?? (await mkdtemp(join(tmpdir(), 'estate-gateway-uploads-')));
-  app.addHook('onClose', async () => rm(spoolDir, { recursive: true, force: true }));
+  if (!options.spoolDir) app.addHook('onClose', async () => rm(spoolDir, { recursive: true, force: true }));
   for (const upstream of options.upstreams) {
     await app.register(async (scope) => {
       // Bodies are forwarded as received: no re-encoding of JSON, uploads streamed.
