@@ -14,35 +14,12 @@ import { installJsonBodyParsers } from './json-body';
 import { responseSerializerCompiler } from './serializer';
 import { installObservability, type ReadinessCheck } from './observability';
 import { asyncApiDocument } from './asyncapi';
-import { API_TAGS, openApiTransform, openApiTransformObject } from './openapi';
-
-export interface OpenApiDoc {
-  paths?: Record<string, unknown>;
-  components?: { schemas?: Record<string, unknown>; [k: string]: unknown };
-  tags?: unknown[];
-  [k: string]: unknown;
-}
-
-/** Folds other documents' paths and component schemas into `own` (first definition wins). */
-export function mergeOpenApi(own: OpenApiDoc, others: OpenApiDoc[]): OpenApiDoc {
-  const out: OpenApiDoc = {
-    ...own,
-    paths: { ...own.paths },
-    components: { ...own.components, schemas: { ...own.components?.schemas } },
-  };
-  const tags = new Set((own.tags ?? []).map((t) => (t as { name: string }).name));
-  for (const doc of others) {
-    for (const [path, item] of Object.entries(doc.paths ?? {})) out.paths![path] ??= item;
-    for (const [name, schema] of Object.entries(doc.components?.schemas ?? {}))
-      out.components!.schemas![name] ??= schema;
-    for (const t of doc.tags ?? []) tags.add((t as { name: string }).name);
-  }
-  out.tags = API_TAGS.filter((t) => tags.has(t.name));
-  return out;
-}
+import { openApiTransform, openApiTransformObject } from './openapi';
+import { mergeOpenApi, type OpenApiDoc } from './openapi-merge';
 
 export { addEarlyCheck, PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem';
 export { API_TAGS, finishOpenApi } from './openapi';
+export { mergeOpenApi, type OpenApiDoc } from './openapi-merge';
 export type { ReadinessCheck } from './observability';
 
 export type App = FastifyInstance;

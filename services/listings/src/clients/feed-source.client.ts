@@ -11,7 +11,7 @@ export interface SourceAnswer {
   notJson?: string;
 }
 
-/** The source could not be reached or answered what is not JSON: a failure of the source, not of a record. */
+/** The source could not be reached (or its answer broke off, or was too large): a failure of the source, not of a record. */
 export class SourceUnreachable extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

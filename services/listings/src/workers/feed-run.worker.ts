@@ -585,8 +585,7 @@ export class FeedRunWorker {
         throw new RunStopped(sourceRefusal(state.feed.auth.type, answer.status, new URL(url).pathname), true);
       }
       // An expired or refused nextLink: start again from the position reached (a first page is not retried so).
-      if (following && answer.status >= 400 && answer.status < 500 && answer.status !== 401 && answer.status !== 403)
-        throw new WalkBroken();
+      if (following && answer.status >= 400 && answer.status < 500) throw new WalkBroken();
       throw new RunStopped(`the source answered ${answer.status} to ${new URL(url).pathname}`, true);
     }
   }
