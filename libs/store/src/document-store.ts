@@ -19,10 +19,30 @@ export interface Update {
 
 export type SortSpec = Record<string, 1 | -1>;
 
-export interface FindOptions {
+export interface ReadOptions {
+  /**
+   * Top-level fields left out of the documents read (a large field the caller does not need, such as an agent's
+   * slot tokens): the store does not hand them over. Filters and sorts may still name them.
+   */
+  omit?: readonly string[];
+}
+
+export interface FindOptions extends ReadOptions {
   sort?: SortSpec;
   limit?: number;
   skip?: number;
+}
+
+/** A field `omit` may name: a plain top-level field name. */
+export const OMITTABLE_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The fields of `omit`, checked: a name that is not a plain top-level field is a programming error. */
+export function omittedFields(options: ReadOptions | undefined): readonly string[] {
+  const omit = options?.omit ?? [];
+  for (const field of omit) {
+    if (field === 'id' || !OMITTABLE_FIELD.test(field)) throw new Error(`cannot omit field ${JSON.stringify(field)}`);
+  }
+  return omit;
 }
 
 export interface IndexSpec {
@@ -40,7 +60,7 @@ export interface StoredDoc {
 export interface DocumentCollection<T extends StoredDoc> {
   /** Inserts; throws {@link DuplicateKeyError} when a unique index (or the id) is taken. */
   insertOne(doc: T): Promise<T>;
-  findOne(filter: Filter): Promise<T | null>;
+  findOne(filter: Filter, options?: ReadOptions): Promise<T | null>;
   find(filter: Filter, options?: FindOptions): Promise<T[]>;
   count(filter: Filter): Promise<number>;
   /** Atomically updates the first match; resolves to the document after the update, or null when nothing matched. */

@@ -1,4 +1,4 @@
-import type { DocumentCollection, StoredDoc } from './document-store';
+import type { DocumentCollection, ReadOptions, StoredDoc } from './document-store';
 
 /** A document of one account, possibly a tombstone (`_deleted`, left for the outbox relay). */
 export interface OwnedDoc extends StoredDoc {
@@ -20,6 +20,7 @@ export async function findOwned<T extends OwnedDoc>(
   collection: DocumentCollection<T>,
   id: string,
   accountId: string,
+  options?: ReadOptions,
 ): Promise<T | null> {
-  return ownedBy(await collection.findOne({ id }), accountId);
+  return ownedBy(await collection.findOne({ id }, options), accountId);
 }

@@ -9,8 +9,10 @@ import {
   type Filter,
   type FindOptions,
   type IndexSpec,
+  type ReadOptions,
   type StoredDoc,
   type Update,
+  omittedFields,
 } from './document-store';
 import { BACKSTOP_PAGES, SqliteCheckpointer } from './sqlite-checkpointer';
 import { applyUpdate } from './sqlite-update';
@@ -50,6 +52,12 @@ function toDoc<T>(row: Row): T {
   return { id: row.id, ...(JSON.parse(row.doc) as Raw) } as T;
 }
 
+/** The selected document: the stored text, or without the fields of `omit` (removed by SQLite, never parsed here). */
+function docColumn(options: ReadOptions | undefined): string {
+  const omit = omittedFields(options);
+  return omit.length === 0 ? 'doc' : `json_remove(doc, ${omit.map((field) => `'$.${field}'`).join(', ')}) AS doc`;
+}
+
 function indexName(table: string, index: IndexSpec): string {
   const fields = Object.entries(index.fields).map(([f, dir]) => `${f}_${dir}`);
   return [table, ...fields, ...(index.unique ? ['unique'] : []), ...(index.sparse ? ['sparse'] : [])].join('$');
@@ -86,10 +94,11 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
     return doc;
   }
 
-  async findOne(filter: Filter): Promise<T | null> {
+  async findOne(filter: Filter, options?: ReadOptions): Promise<T | null> {
     await this.store.turn();
-    const found = this.firstWithoutProbe(filter);
-    const row = found === undefined ? this.read((q) => this.first(q.where(filter), q.params)) : found;
+    const doc = docColumn(options);
+    const found = this.firstWithoutProbe(filter, doc);
+    const row = found === undefined ? this.read((q) => this.first(q.where(filter), q.params, doc)) : found;
     return row ? toDoc<T>(row) : null;
   }
 
@@ -176,7 +185,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
   }
 
   private select(q: SqlFilter, filter: Filter, options: FindOptions): { sql: string; params: unknown[] } {
-    let sql = `SELECT id, doc FROM ${this.table} WHERE ${q.where(filter)}`;
+    let sql = `SELECT id, ${docColumn(options)} FROM ${this.table} WHERE ${q.where(filter)}`;
     if (options.sort && Object.keys(options.sort).length > 0) sql += ` ORDER BY ${q.orderBy(options.sort)}`;
     const params: unknown[] = [...q.params];
     if (options.limit !== undefined || options.skip) {
@@ -215,7 +224,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
    * API key's hash) is then one statement. Null when there is surely none; undefined when only a probing read
    * can tell (no direct match, or a path under an operator, `$or` or `$and`).
    */
-  private firstWithoutProbe(filter: Filter): Row | null | undefined {
+  private firstWithoutProbe(filter: Filter, doc: string): Row | null | undefined {
     if ('$or' in filter || '$and' in filter) return undefined;
     let guessed = false;
     let unsure = false;
@@ -230,11 +239,11 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
     });
     const where = q.where(filter);
     if (unsure) return undefined;
-    return this.first(where, q.params) ?? (guessed ? undefined : null);
+    return this.first(where, q.params, doc) ?? (guessed ? undefined : null);
   }
 
-  private first(where: string, params: unknown[]): Row | undefined {
-    return this.store.statement(`SELECT id, doc FROM ${this.table} WHERE ${where} LIMIT 1`).get(...params) as
+  private first(where: string, params: unknown[], doc: string): Row | undefined {
+    return this.store.statement(`SELECT id, ${doc} FROM ${this.table} WHERE ${where} LIMIT 1`).get(...params) as
       Row | undefined;
   }
 

@@ -143,6 +143,27 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       expect(after.map((t) => t.id)).toEqual(['b', 'c']);
     });
 
+    it('leaves the fields of `omit` out of what it reads, while filters and sorts still use them', async () => {
+      const c = await col();
+      const tokens = Array.from({ length: 200 }, (_, i) => `token-${i}`);
+      const big = thing({ name: 'agent', price: 2, tags: tokens, nested: { city: 'Austin' } });
+      const small = thing({ name: 'agent', price: 1, tags: ['token-x'] });
+      await c.insertOne(big);
+      await c.insertOne(small);
+      const { tags: _bigTags, ...bigRest } = big;
+      const { tags: _smallTags, ...smallRest } = small;
+      expect(await c.findOne({ id: big.id }, { omit: ['tags'] })).toEqual(bigRest);
+      expect(await c.findOne({ tags: 'token-150' }, { omit: ['tags', 'nested'] })).toEqual({
+        ...bigRest,
+        nested: undefined,
+      });
+      expect(await c.find({ name: 'agent' }, { omit: ['tags'], sort: { price: -1 } })).toEqual([bigRest, smallRest]);
+      expect(await c.find({ tags: 'token-x' }, { omit: ['tags'] })).toEqual([smallRest]);
+      // The stored document keeps the field.
+      expect((await c.findOne({ id: big.id }))?.tags).toHaveLength(200);
+      await expect(c.find({}, { omit: ['nested.city'] })).rejects.toThrow(/cannot omit/);
+    });
+
     it('updates atomically with $set/$inc/$push/$pull/$unset and returns the document after', async () => {
       const c = await col();
       const t = await c.insertOne(thing({ price: 5, tags: ['a'], nested: { city: 'X', zip: '1' } }));

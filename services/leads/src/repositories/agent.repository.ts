@@ -18,6 +18,12 @@ import {
  */
 type AgentDoc = Omit<Agent, 'phone'> & OutboxDoc & { accountId: string; phone?: string; slots: string[] };
 
+/**
+ * Reads leave the slot tokens out: an agent holds one per open lead, so they are most of the document, and only
+ * the leak check (`slotsTakenBefore`) needs them. Routing reads every agent of the account per decision.
+ */
+const WITHOUT_SLOTS = { omit: ['slots'] } as const;
+
 const newSlotToken = (at: Date) => `${at.getTime().toString(36)}-${randomBytes(9).toString('base64url')}`;
 /** When a slot token was taken. */
 export const slotTakenAt = (token: string) => new Date(Number.parseInt(token.slice(0, token.indexOf('-')), 36));
@@ -55,12 +61,12 @@ export class AgentRepository {
   }
 
   async get(accountId: string, id: string): Promise<Agent | null> {
-    const doc = await findOwned(this.collection, id, accountId);
+    const doc = await findOwned(this.collection, id, accountId, WITHOUT_SLOTS);
     return doc ? toAgent(doc) : null;
   }
 
   async find(filter: Filter, options: FindOptions): Promise<Agent[]> {
-    return (await this.collection.find({ $and: [filter, notDeleted] }, options)).map(toAgent);
+    return (await this.collection.find({ $and: [filter, notDeleted] }, { ...options, ...WITHOUT_SLOTS })).map(toAgent);
   }
 
   async count(filter: Filter): Promise<number> {
@@ -104,7 +110,7 @@ export class AgentRepository {
       what: 'agent',
       attempts: RESERVE_ATTEMPTS,
       versionOf: (agent) => agent?.version ?? 0,
-      read: () => findOwned(this.collection, agentId, accountId),
+      read: () => findOwned(this.collection, agentId, accountId, WITHOUT_SLOTS),
       write: async (agent) => {
         attempt++;
         if (!agent || !agent.active || agent.openLeads >= agent.capacity) return { token: null };
