@@ -61,6 +61,11 @@ export class ServerPool {
     private readonly profileDir?: string,
   ) {}
 
+  /** True when children run under `node --cpu-prof` (a child killed with SIGKILL leaves no profile). */
+  get profiling(): boolean {
+    return this.profileDir !== undefined;
+  }
+
   /** The profiles of the children started so far (stop them first: a profile is written at exit), and forgets them. */
   takeProfiles(): Array<{ server: string; file: string }> {
     const taken = this.profiles;

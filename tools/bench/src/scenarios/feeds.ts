@@ -287,6 +287,12 @@ export const feeds: Scenario = {
         note: `written (updated) ${l2.updated}, unchanged ${l2.unchanged} (the overlap window re-reads), ${ledgerNote(l2)}`,
       });
 
+      // A profile is written when its process exits: the reader of (a)-(c) exits cleanly, and (d) kills another.
+      if (ctx.servers.profiling) {
+        await reader.stop();
+        reader = await ctx.servers.start('feeds reader (to be killed)', readerSpec);
+      }
+
       // (d) A run whose process is killed part-way and restarted on its data folder: a feed of the source's
       // Austin listings (about a tenth), each record applied once, the cursor at the last record at the end.
       const crashFeed = await createFeed(b(), {
