@@ -32,6 +32,8 @@ export interface EmbeddedProduct {
 }
 
 const EMBEDDED_KEY_CACHE_MS = 2_000;
+/** Images a feed's photo sync lets wait for a render before it adds the next: the renderer never idles, memory stays flat. */
+const FEED_PHOTOS_AWAITING_RENDER = 8;
 
 /**
  * The embedded profile: the five services in one process, each with its own SQLite file in
@@ -65,10 +67,15 @@ export async function composeEmbedded(
   // Each service's writes, their events and (listings) the search rows commit in one transaction of its file.
   const units = (store: SqliteDocumentStore) => new SqliteUnitOfWork({ store, bus, log });
   // The RESO Web API reads galleries with a direct call here (over HTTP when distributed); media is composed below.
-  const galleries: { current?: MediaRuntime['gallery']; uploads?: MediaRuntime['uploads'] } = {};
+  const galleries: {
+    current?: MediaRuntime['gallery'];
+    uploads?: MediaRuntime['uploads'];
+    renders?: MediaRuntime['renders'];
+  } = {};
   const mediaComposed = () => {
-    if (!galleries.current || !galleries.uploads) throw new DependencyUnavailable('media service', 'starting');
-    return { gallery: galleries.current, uploads: galleries.uploads };
+    if (!galleries.current || !galleries.uploads || !galleries.renders)
+      throw new DependencyUnavailable('media service', 'starting');
+    return { gallery: galleries.current, uploads: galleries.uploads, renders: galleries.renders };
   };
   const listings = await composeListings({
     media: {
@@ -77,6 +84,8 @@ export async function composeEmbedded(
     // Feeds' photos go through the media service's own upload session, as a one-file upload does.
     mediaWriter: {
       async addPhoto(ctx, listingId, photo) {
+        // A feed brings photos faster than one process renders them: wait for the backlog, not pile it up in memory.
+        await mediaComposed().renders.whenBelow(FEED_PHOTOS_AWAITING_RENDER);
         const session = await mediaComposed().uploads.begin(ctx, listingId);
         try {
           await session.addFile(Readable.from([photo.bytes]));
@@ -134,6 +143,7 @@ export async function composeEmbedded(
   });
   galleries.current = media.gallery;
   galleries.uploads = media.uploads;
+  galleries.renders = media.renders;
   const leads = await composeLeads({
     store: stores.leads,
     bus,

@@ -49,6 +49,8 @@ export interface MediaRuntime {
   uploads: UploadService;
   sweep: SweepService;
   relay: OutboxRelay;
+  /** Images this process holds for rendering: a producer that can wait waits for fewer than `limit`. */
+  renders: { whenBelow(limit: number): Promise<void> };
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -110,10 +112,8 @@ export async function composeMedia(deps: {
   const renditions = new RenditionService({ galleries, files, images, outbox: relay, clock, log });
   const sweep = new SweepService({ galleries, trash, queue, clock, log });
 
-  const subscribers = [
-    new ListingsSubscriber({ bus, listings }),
-    new RenditionWorker({ bus, renditions, queue, turns }),
-  ];
+  const renderer = new RenditionWorker({ bus, renditions, queue, turns });
+  const subscribers = [new ListingsSubscriber({ bus, listings }), renderer];
   const sweeper = new SweepWorker({
     sweep,
     everyMs: options.sweepEveryMs,
@@ -126,6 +126,7 @@ export async function composeMedia(deps: {
     uploads,
     sweep,
     relay,
+    renders: { whenBelow: (limit) => renderer.whenBelow(limit) },
     async start() {
       relay.start();
       for (const subscriber of subscribers) await subscriber.start();

@@ -51,6 +51,9 @@ export interface RenditionTurns {
 export class RenditionWorker {
   private subscription?: Subscription;
   private readonly turns: AccountTurns;
+  /** Jobs this worker holds (rendering, or waiting for a render slot). */
+  private held = 0;
+  private readonly roomWaiters: Array<{ limit: number; wake: () => void }> = [];
 
   constructor(
     private readonly deps: {
@@ -74,18 +77,43 @@ export class RenditionWorker {
     };
     this.subscription = await this.deps.bus.subscribe(['media.image.process'], options, async (m) => {
       const { eventId: _eventId, ...job } = m.payload;
-      const ran = await this.turns.run(
-        job.accountId,
-        () => this.deps.renditions.process(m.payload, m.requestId),
-        this.deps.turns.shareWaitMs,
-      );
-      if (!ran) await this.deps.queue.enqueue(job, m.requestId);
+      this.held++;
+      try {
+        const ran = await this.turns.run(
+          job.accountId,
+          () => this.deps.renditions.process(m.payload, m.requestId),
+          this.deps.turns.shareWaitMs,
+        );
+        if (!ran) await this.deps.queue.enqueue(job, m.requestId);
+      } finally {
+        this.held--;
+        this.wakeWaiters();
+      }
     });
+  }
+
+  /**
+   * Resolves once this worker holds fewer than `limit` jobs, or is stopped: a producer that can wait (a feed's
+   * photos) keeps the backlog of images waiting for a render, and the memory it holds, small.
+   */
+  async whenBelow(limit: number): Promise<void> {
+    if (!this.subscription || this.held < limit) return;
+    await new Promise<void>((wake) => this.roomWaiters.push({ limit, wake }));
   }
 
   async stop(): Promise<void> {
     const subscription = this.subscription;
     this.subscription = undefined;
+    this.wakeWaiters();
     await subscription?.stop();
+  }
+
+  private wakeWaiters(): void {
+    for (let i = this.roomWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.roomWaiters[i];
+      if (this.subscription && this.held >= waiter.limit) continue;
+      this.roomWaiters.splice(i, 1);
+      waiter.wake();
+    }
   }
 }
