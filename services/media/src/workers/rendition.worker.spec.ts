@@ -27,6 +27,20 @@ function renders() {
   return { renditions, finishNext: () => finishers.shift()!() };
 }
 
+/** A worker rendering one image at a time, its jobs delivered and its renders finished by the test. */
+async function startedWorker() {
+  const { bus, deliver } = fakeBus();
+  const { renditions, finishNext } = renders();
+  const worker = new RenditionWorker({
+    bus,
+    renditions,
+    queue: { enqueue: async () => undefined },
+    turns: { slots: 1, window: 100, share: 100, shareWaitMs: 0 },
+  });
+  await worker.start();
+  return { worker, deliver, finishNext };
+}
+
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 const job = (i: number): RenditionJob => ({
   eventId: `evt_${i}`,
@@ -39,15 +53,7 @@ const job = (i: number): RenditionJob => ({
 
 describe('rendition worker backlog', () => {
   it('lets a producer wait until fewer than a limit of images wait for a render', async () => {
-    const { bus, deliver } = fakeBus();
-    const { renditions, finishNext } = renders();
-    const worker = new RenditionWorker({
-      bus,
-      renditions,
-      queue: { enqueue: async () => undefined },
-      turns: { slots: 1, window: 100, share: 100, shareWaitMs: 0 },
-    });
-    await worker.start();
+    const { worker, deliver, finishNext } = await startedWorker();
     const jobs = [1, 2, 3].map((i) => deliver(job(i)));
     await settle();
 
@@ -67,15 +73,7 @@ describe('rendition worker backlog', () => {
   });
 
   it('never holds a producer back once stopped', async () => {
-    const { bus, deliver } = fakeBus();
-    const { renditions, finishNext } = renders();
-    const worker = new RenditionWorker({
-      bus,
-      renditions,
-      queue: { enqueue: async () => undefined },
-      turns: { slots: 1, window: 100, share: 100, shareWaitMs: 0 },
-    });
-    await worker.start();
+    const { worker, deliver, finishNext } = await startedWorker();
     const held = deliver(job(1));
     await settle();
     const waiting = worker.whenBelow(1);
