@@ -1,4 +1,4 @@
-import type { Filter, SortSpec } from './document-store';
+import { omittedFields, type Filter, type ReadOptions, type SortSpec } from './document-store';
 
 /** Both engines key documents by `_id`; the port speaks `id`. These translate at the adapter edge. */
 export function toEngineFilter(filter: Filter): Filter {
@@ -23,4 +23,10 @@ export function fromEngineDoc<T>(doc: Record<string, unknown> | null | undefined
   if (!doc) return null;
   const { _id, ...rest } = doc;
   return { ...rest, id: _id } as T;
+}
+
+/** The engine projection leaving out the fields of `omit`; undefined when nothing is left out. */
+export function toEngineProjection(options: ReadOptions | undefined): Record<string, 0> | undefined {
+  const omit = omittedFields(options);
+  return omit.length > 0 ? Object.fromEntries(omit.map((field) => [field, 0 as const])) : undefined;
 }

@@ -10,9 +10,8 @@ import {
   type ReadOptions,
   type StoredDoc,
   type Update,
-  omittedFields,
 } from './document-store';
-import { fromEngineDoc, toEngineFilter, toEngineSort } from './id-mapping';
+import { fromEngineDoc, toEngineFilter, toEngineProjection, toEngineSort } from './id-mapping';
 import { isDuplicateKey, isUnavailable } from './mongo-errors';
 import { DependencyUnavailable } from '@estate/platform/errors';
 import { getPath, isPlainObject, pullMatches } from './pull-matcher';
@@ -60,12 +59,6 @@ const conditionalPulls = (update: Raw): [string, Raw][] =>
     : [];
 
 /** The port's errors for what the server said: a duplicate key, or no server to talk to (the request answers 503). */
-/** The engine projection leaving out the fields of `omit`; undefined when nothing is left out. */
-function projectionOf(options: ReadOptions | undefined): Record<string, 0> | undefined {
-  const omit = omittedFields(options);
-  return omit.length > 0 ? Object.fromEntries(omit.map((field) => [field, 0 as const])) : undefined;
-}
-
 function mapMongoError(err: unknown, collection: string): unknown {
   if (err instanceof DuplicateKeyError || err instanceof DependencyUnavailable) return err;
   if (isDuplicateKey(err)) return new DuplicateKeyError(collection, err);
@@ -101,7 +94,7 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
   }
 
   async findOne(filter: Filter, options?: ReadOptions): Promise<T | null> {
-    const projection = projectionOf(options);
+    const projection = toEngineProjection(options);
     return this.run(async () =>
       fromEngineDoc<T>(await this.col.findOne(toEngineFilter(filter), projection ? { projection } : {})),
     );
@@ -109,7 +102,7 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
 
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     return this.run(async () => {
-      const projection = projectionOf(options);
+      const projection = toEngineProjection(options);
       let cursor = this.col.find(toEngineFilter(filter), projection ? { projection } : {});
       if (options.sort) cursor = cursor.sort(toEngineSort(options.sort));
       if (options.skip) cursor = cursor.skip(options.skip);
