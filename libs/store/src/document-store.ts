@@ -34,7 +34,7 @@ export interface FindOptions extends ReadOptions {
 }
 
 /** A field `omit` may name: a plain top-level field name. */
-export const OMITTABLE_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const OMITTABLE_FIELD = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The fields of `omit`, checked: a name that is not a plain top-level field is a programming error. */
 export function omittedFields(options: ReadOptions | undefined): readonly string[] {

@@ -108,12 +108,11 @@ export class RenditionWorker {
     await subscription?.stop();
   }
 
+  /** Wakes, in the order they came, the producers that have room now (every one once stopped). */
   private wakeWaiters(): void {
-    for (let i = this.roomWaiters.length - 1; i >= 0; i--) {
-      const waiter = this.roomWaiters[i];
-      if (this.subscription && this.held >= waiter.limit) continue;
-      this.roomWaiters.splice(i, 1);
-      waiter.wake();
+    for (const waiter of this.roomWaiters.splice(0)) {
+      if (!this.subscription || this.held < waiter.limit) waiter.wake();
+      else this.roomWaiters.push(waiter);
     }
   }
 }
