@@ -60,6 +60,15 @@ describe('updateVersioned', () => {
     expect(write.mock.calls.map(([c]) => c.version)).toEqual([1, 2, 3]);
   });
 
+  it('starts from the state the caller passes as `first`, and reads only after losing a race', async () => {
+    const read = jest.fn(async () => ({ version: 5, name: 'fresh' }));
+    const write = jest.fn(async (current: Doc) => (current.version === 4 ? null : current));
+    const saved = await updateVersioned({ what: 'lead', first: { version: 4, name: 'given' }, read, write });
+    expect(saved).toEqual({ version: 5, name: 'fresh' });
+    expect(write.mock.calls.map(([c]) => c.name)).toEqual(['given', 'fresh']);
+    expect(read).toHaveBeenCalledTimes(1);
+  });
+
   it('gives up with 409 conflict after the given number of lost races', async () => {
     const write = jest.fn(async () => null);
     const err = await rejection(

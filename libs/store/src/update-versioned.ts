@@ -9,6 +9,8 @@ export interface VersionedUpdate<T, R> {
   what: string;
   /** Reads the current state (throws its own not-found error). */
   read: () => Promise<T>;
+  /** The state the caller has just read: the first attempt starts from it instead of reading again. */
+  first?: T;
   /** Writes if the state is still the one read: the result, or null when another writer won. */
   write: (current: T) => Promise<R | null>;
   /** The version the client saw (`If-Match`): a different current version is 412, and so is a lost race. */
@@ -27,7 +29,7 @@ export async function updateVersioned<T, R = T>(update: VersionedUpdate<T, R>): 
   const attempts = update.attempts ?? VERSIONED_ATTEMPTS;
   const versionOf = update.versionOf ?? ((t: T) => (t as { version: number }).version);
   for (let attempt = 0; attempt < attempts; attempt++) {
-    const current = await update.read();
+    const current = attempt === 0 && update.first !== undefined ? update.first : await update.read();
     const version = versionOf(current);
     if (update.ifMatch !== undefined && update.ifMatch !== version) {
       throw new AppError('version_mismatch', `The ${update.what} is at version ${version}, not ${update.ifMatch}`, {

@@ -96,17 +96,19 @@ export class LeadWriter {
   /**
    * Applies `decide(current)` to a lead with compare-and-set, re-deciding on a fresh read when
    * another writer got there first. `decide` may throw (refusals) or return null (nothing to do).
-   * With `ifMatch`, a lead at another version is 412 instead of a retry.
+   * With `ifMatch`, a lead at another version is 412 instead of a retry. With `read`, the first attempt starts
+   * from the lead the caller has just read.
    */
   async change(
     origin: ChangeOrigin,
     leadId: string,
     decide: (lead: LeadRecord) => Change | null | Promise<Change | null>,
-    options: { ifMatch?: number } = {},
+    options: { ifMatch?: number; read?: StoredLead } = {},
   ): Promise<Changed> {
     return updateVersioned<StoredLead, Changed>({
       what: 'lead',
       ifMatch: options.ifMatch,
+      first: options.read,
       attempts: CHANGE_ATTEMPTS,
       versionOf: (stored) => stored.lead.version,
       read: async () => {

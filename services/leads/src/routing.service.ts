@@ -78,14 +78,19 @@ export class RoutingService {
     try {
       const assignedAt = this.deps.clock().toISOString();
       routed = (
-        await this.deps.writer.change(origin, leadId, (cur) => {
-          assertOpen(cur);
-          return {
-            fields: { agentId: decision.agentId },
-            assignment: { ruleId: decision.ruleId, strategy: decision.strategy, reason: decision.reason, assignedAt },
-            slot: { agentId: decision.agentId, token },
-          };
-        })
+        await this.deps.writer.change(
+          origin,
+          leadId,
+          (cur) => {
+            assertOpen(cur);
+            return {
+              fields: { agentId: decision.agentId },
+              assignment: { ruleId: decision.ruleId, strategy: decision.strategy, reason: decision.reason, assignedAt },
+              slot: { agentId: decision.agentId, token },
+            };
+          },
+          { read: stored },
+        )
       ).lead;
       return routed;
     } finally {

@@ -11,11 +11,18 @@ import { cursorOf, toIndexSearch } from './search-query.rules';
 export class SearchService {
   constructor(private readonly deps: { index: ListingIndexRepository }) {}
 
-  /** A page of the caller's listings; `indexMs` is the index's own time, for Server-Timing. */
-  async search(who: Identity, query: ListingSearchQuery): Promise<{ page: ListingPage; indexMs: number }> {
+  /**
+   * A page of the caller's listings, with times for Server-Timing: `indexMs` is the index's own time (Elasticsearch's
+   * `took`), `callMs` the whole call to it as this service saw it (on Elasticsearch, plus its HTTP round trip).
+   */
+  async search(
+    who: Identity,
+    query: ListingSearchQuery,
+  ): Promise<{ page: ListingPage; indexMs: number; callMs: number }> {
     assertRole(who, LISTING_READERS, 'read listings');
     const search = toIndexSearch(who.accountId, query);
     let result: ListingSearchResult;
+    const started = performance.now();
     try {
       result = await this.deps.index.search(search);
     } catch (err) {
@@ -28,6 +35,6 @@ export class SearchService {
       total: result.total,
     };
     if (search.facets.length > 0) page.facets = result.facets;
-    return { page, indexMs: result.tookMs };
+    return { page, indexMs: result.tookMs, callMs: performance.now() - started };
   }
 }
