@@ -241,6 +241,11 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     expect(await q('OnMarketTimestamp eq 2019-12-31T23:55:55-09:00')).toEqual(k(0));
     expect(await q("BedroomsTotal gt 1 and (City eq 'Austin' or City in ('Dallas'))")).toEqual(k(1, 3));
     expect(await q('ListPrice ge 250000.50 and not (ListPrice gt 400000)')).toEqual(k(1, 2, 3));
+    // A replicating client asks for a page of keys at once: the longest list `in` takes, and a long `or` chain.
+    const unknown = Array.from({ length: 198 }, (_, i) => `'lst_gone${i}'`);
+    expect(await q(`ListingKey in (${[...unknown, `'${keys[1]}'`, `'${keys[4]}'`].join(',')})`)).toEqual(k(1, 4));
+    const chain = Array.from({ length: 120 }, (_, i) => `BedroomsTotal eq ${10 + i}`);
+    expect(await q(`${chain.join(' or ')} or ListingKey eq '${keys[2]}'`)).toEqual(k(2));
   });
 
   it('orders by ModificationTimestamp either way, pages with $top/$skip without overlap, and counts', async () => {

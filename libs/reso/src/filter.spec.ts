@@ -88,6 +88,28 @@ describe('$filter translation', () => {
       expect(parse(`${fn}(City,'Aus')`)).toEqual({ kind: 'text', field: 'City', fn, value: 'Aus' });
   });
 
+  it('reads long chains of one operator and in lists of up to 200 values', () => {
+    const keys = Array.from({ length: 200 }, (_, i) => `'key-${i}'`);
+    expect(parse(`ListingKey in (${keys.join(',')})`)).toEqual({
+      kind: 'in',
+      field: 'ListingKey',
+      values: keys.map((k) => k.slice(1, -1)),
+    });
+    const prices = Array.from({ length: 100 }, (_, i) => `ListPrice eq ${i}`);
+    const chain = parse(`${prices.join(' or ')} or City eq 'Austin'`);
+    expect(chain).toMatchObject({ kind: 'or' });
+    expect((chain as { of: unknown[] }).of).toHaveLength(101);
+    expect(parse("(ListPrice gt 1 and (BedroomsTotal eq 2 and City eq 'Austin')) and ListPrice lt 9")).toEqual({
+      kind: 'and',
+      of: [
+        { kind: 'compare', field: 'ListPrice', op: 'gt', value: 1 },
+        { kind: 'compare', field: 'BedroomsTotal', op: 'eq', value: 2 },
+        { kind: 'compare', field: 'City', op: 'eq', value: 'Austin' },
+        { kind: 'compare', field: 'ListPrice', op: 'lt', value: 9 },
+      ],
+    });
+  });
+
   it('refuses unknown fields and functions, naming them, and bounds depth and in lists', () => {
     expect(refused("BadField eq 'SoBad'")).toMatchObject({ status: 400, target: 'BadField' });
     expect(refused("tolower(City) eq 'austin'").message).toMatch(/tolower/);

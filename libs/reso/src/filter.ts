@@ -169,6 +169,30 @@ function mergeIn(filter: FieldFilter): FieldFilter {
   return { kind: 'or', of: parts };
 }
 
+/** The operands of a chain of `and` (or of `or`), in order, through the parentheses around its links. */
+function chainOf(node: Node): Node[] {
+  const operands: Node[] = [];
+  const pending = [node];
+  while (pending.length > 0) {
+    let next = pending.pop() as Node;
+    while (WRAPPERS.has(next.type) && chained(next.value as Node, node.type)) next = next.value as Node;
+    if (next.type !== node.type) {
+      operands.push(next);
+      continue;
+    }
+    const { left, right } = next.value as { left: Node; right: Node };
+    pending.push(right, left);
+  }
+  return operands;
+}
+
+/** Whether `node` is, under any parentheses, an expression of operator `type`. */
+function chained(node: Node, type: string): boolean {
+  let at = node;
+  while (WRAPPERS.has(at.type)) at = at.value as Node;
+  return at.type === type;
+}
+
 type Operand =
   | { kind: 'field'; field: FilterField }
   | { kind: 'variable'; name: string }
@@ -184,13 +208,12 @@ class Translator {
     if (WRAPPERS.has(node.type)) return this.bool(node.value as Node, depth + 1, lambda);
     switch (node.type) {
       case 'AndExpression':
-      case 'OrExpression': {
-        const { left, right } = node.value as { left: Node; right: Node };
+      case 'OrExpression':
+        // A chain of one operator (`a or b or c …`, which is what `in` becomes) is one level, however long.
         return {
           kind: node.type === 'AndExpression' ? 'and' : 'or',
-          of: [this.bool(left, depth + 1, lambda), this.bool(right, depth + 1, lambda)],
+          of: chainOf(node).map((operand) => this.bool(operand, depth + 1, lambda)),
         };
-      }
       case 'NotExpression':
         return { kind: 'not', of: this.bool(node.value as Node, depth + 1, lambda) };
       case 'HasExpression':
