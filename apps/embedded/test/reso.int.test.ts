@@ -264,6 +264,16 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     const counted = await ok("/Property?$count=true&$top=1&$filter=City eq 'Austin'");
     expect(counted['@odata.count']).toBe(2);
     expect(counted.value).toHaveLength(1);
+    // OData's /$count: the number alone, as text; $top, $skip and $orderby do not change it.
+    const plain = await reso(`/Property/$count?$filter=${encodeURIComponent("City eq 'Austin'")}&$top=1&$skip=1`);
+    expect([plain.status, plain.body, plain.headers['content-type'], plain.headers['odata-version']]).toEqual([
+      200,
+      '2',
+      'text/plain; charset=utf-8',
+      '4.01',
+    ]);
+    expect((await reso('/Property/$count')).body).toBe('5');
+    expect((await reso('/Property/$count?$filter=Nope eq 1')).status).toBe(400);
     expect(counted['@odata.nextLink']).toBeUndefined();
   });
 

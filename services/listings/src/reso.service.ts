@@ -117,6 +117,29 @@ export class ResoService {
     return { body };
   }
 
+  /**
+   * `Property/$count`: how many of the account's listings match `$filter`. As OData asks of `/$count`, `$top`,
+   * `$skip` and `$orderby` do not change it.
+   */
+  async propertyCount(ctx: RequestContext, options: Record<string, string | undefined>): Promise<number> {
+    assertRole(ctx.who, RESO_READERS, 'read the RESO Web API');
+    const filter = options.$filter;
+    const query = parseCollectionQuery(
+      filter === undefined ? {} : { $filter: filter },
+      PROPERTY,
+      this.deps.clock().getTime(),
+    );
+    const found = await this.deps.index.select({
+      accountId: ctx.who.accountId,
+      ...(query.filter ? { where: query.filter } : {}),
+      order: query.orderBy,
+      skip: 0,
+      limit: 0,
+      count: true,
+    });
+    return found.total ?? 0;
+  }
+
   async property(
     ctx: RequestContext,
     key: string,

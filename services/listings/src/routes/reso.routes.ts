@@ -47,6 +47,8 @@ export async function resoRoutes(
       if (prefer.applied) reply.header('preference-applied', `odata.maxpagesize=${prefer.size}`);
       return reply.type(JSON_TYPE).send(page.body);
     }
+    if (path === 'Property/$count')
+      return reply.type('text/plain; charset=utf-8').send(String(await options.reso.propertyCount(ctx, query)));
     if (path === 'Media') return reply.type(JSON_TYPE).send(await options.reso.media(ctx, query, roots(request)));
     const entity = /^Property\(([^/]*)\)(\/Media)?$/.exec(path);
     if (entity) {
