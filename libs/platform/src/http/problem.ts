@@ -123,6 +123,15 @@ export function drainBody(request: FastifyRequest): Promise<void> {
   });
 }
 
+/** Codes of the errors a stream fails with when the connection it was answering was closed by the client. */
+const ABORTED = new Set(['UND_ERR_ABORTED', 'ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+/** Whether the client left first: its connection is closed and the failure is the answer being cut off with it. */
+function clientLeft(err: unknown, reply: FastifyReply): boolean {
+  const { code, name } = (err ?? {}) as { code?: string; name?: string };
+  return reply.raw.destroyed && ((code !== undefined && ABORTED.has(code)) || name === 'AbortError');
+}
+
 /** The one error handler: every failure leaves as problem+json; 5xx never show internals. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(async (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
@@ -155,7 +164,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     } else {
       appError = fromFastifyError(err, request);
     }
-    if (appError.code === 'dependency_unavailable') {
+    if (clientLeft(err, reply)) {
+      // Not a failure of ours: nobody is left to answer (a proxied answer is cut off when its client goes).
+      request.log.info({ code: (err as { code?: string }).code }, 'the client closed the connection before its answer');
+    } else if (appError.code === 'dependency_unavailable') {
       // Expected while an engine is away: one line per request, no stack trace.
       const cause = appError.extra.cause as { message?: string } | undefined;
       request.log.warn({ code: appError.code, reason: cause?.message ?? appError.detail }, appError.detail);
