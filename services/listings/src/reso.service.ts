@@ -86,19 +86,7 @@ export class ResoService {
       limit: limit === 0 ? 0 : limit + 1,
       count: query.count && !position,
     });
-    const total =
-      query.count && position
-        ? (
-            await this.deps.index.select({
-              accountId: ctx.who.accountId,
-              ...(query.filter ? { where: query.filter } : {}),
-              order: query.orderBy,
-              skip: 0,
-              limit: 0,
-              count: true,
-            })
-          ).total
-        : found.total;
+    const total = query.count && position ? await this.matches(ctx.who.accountId, query) : found.total;
     const items = found.items.slice(0, limit);
     const left = remaining === null ? null : remaining - items.length;
     const more = found.items.length > limit && (left === null || left > 0);
@@ -129,8 +117,13 @@ export class ResoService {
       PROPERTY,
       this.deps.clock().getTime(),
     );
+    return this.matches(ctx.who.accountId, query);
+  }
+
+  /** How many of the account's listings the query's filter matches. */
+  private async matches(accountId: string, query: Pick<CollectionQuery, 'filter' | 'orderBy'>): Promise<number> {
     const found = await this.deps.index.select({
-      accountId: ctx.who.accountId,
+      accountId,
       ...(query.filter ? { where: query.filter } : {}),
       order: query.orderBy,
       skip: 0,
