@@ -246,6 +246,11 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     expect(await q(`ListingKey in (${[...unknown, `'${keys[1]}'`, `'${keys[4]}'`].join(',')})`)).toEqual(k(1, 4));
     const chain = Array.from({ length: 120 }, (_, i) => `BedroomsTotal eq ${10 + i}`);
     expect(await q(`${chain.join(' or ')} or ListingKey eq '${keys[2]}'`)).toEqual(k(2));
+    // OData 4.01: system options in any case, `$` optional; never silently ignored.
+    const austin = encodeURIComponent("City eq 'Austin'");
+    expect(keysOf(await ok(`/Property?filter=${austin}&select=ListingKey`)).sort()).toEqual(k(0, 3));
+    expect(keysOf(await ok(`/Property?$FILTER=${austin}&$Select=ListingKey`)).sort()).toEqual(k(0, 3));
+    expect((await reso(`/Property?$filter=${austin}&filter=${austin}`)).status).toBe(400);
   });
 
   it('orders by ModificationTimestamp either way, pages with $top/$skip without overlap, and counts', async () => {

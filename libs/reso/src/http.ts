@@ -28,11 +28,40 @@ export function odataRoots(request: FastifyRequest, publicBaseUrl?: string): { b
   return { baseUrl: base, serviceRoot: `${base}${RESO_ROOT}` };
 }
 
-/** The query string as single values; a repeated system option is refused. */
+/** OData's system query options, by their name in lower case without `$`. */
+const SYSTEM_OPTIONS = new Set([
+  'apply',
+  'compute',
+  'count',
+  'deltatoken',
+  'expand',
+  'filter',
+  'format',
+  'id',
+  'index',
+  'levels',
+  'orderby',
+  'schemaversion',
+  'search',
+  'select',
+  'skip',
+  'skiptoken',
+  'top',
+]);
+
+/**
+ * The query string as single values, system options under their usual name (`$filter`): OData 4.01 takes their
+ * names in any case and with or without `$`, so `filter=` and `$FILTER=` are `$filter` here rather than ignored or
+ * refused. An option given twice, under either spelling, is refused.
+ */
 export function odataQueryOptions(query: unknown): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries((query ?? {}) as Record<string, string | string[]>)) {
-    if (Array.isArray(value)) throw new ODataError(400, 'BadRequest', `${name} is given more than once`, name);
+  // No prototype: an option may be called anything, `__proto__` included.
+  const out = Object.create(null) as Record<string, string | undefined>;
+  for (const [given, value] of Object.entries((query ?? {}) as Record<string, string | string[]>)) {
+    const bare = given.replace(/^\$/, '').toLowerCase();
+    const name = SYSTEM_OPTIONS.has(bare) ? `$${bare}` : given;
+    if (Array.isArray(value) || Object.hasOwn(out, name))
+      throw new ODataError(400, 'BadRequest', `${name} is given more than once`, name);
     out[name] = value;
   }
   return out;
