@@ -174,23 +174,23 @@ function chainOf(node: Node): Node[] {
   const operands: Node[] = [];
   const pending = [node];
   while (pending.length > 0) {
-    let next = pending.pop() as Node;
-    while (WRAPPERS.has(next.type) && chained(next.value as Node, node.type)) next = next.value as Node;
-    if (next.type !== node.type) {
+    const next = pending.pop() as Node;
+    const inner = unwrapped(next);
+    if (inner.type !== node.type) {
       operands.push(next);
       continue;
     }
-    const { left, right } = next.value as { left: Node; right: Node };
+    const { left, right } = inner.value as { left: Node; right: Node };
     pending.push(right, left);
   }
   return operands;
 }
 
-/** Whether `node` is, under any parentheses, an expression of operator `type`. */
-function chained(node: Node, type: string): boolean {
+/** The expression under any parentheses around it. */
+function unwrapped(node: Node): Node {
   let at = node;
   while (WRAPPERS.has(at.type)) at = at.value as Node;
-  return at.type === type;
+  return at;
 }
 
 type Operand =

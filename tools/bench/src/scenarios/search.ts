@@ -143,8 +143,6 @@ async function drive(
   run.latency.sort((a, b) => a - b);
   run.engine.sort((a, b) => a - b);
   run.overhead.sort((a, b) => a - b);
-  run.layers.sort((a, b) => a - b);
-  run.transport.sort((a, b) => a - b);
   return run;
 }
 
