@@ -222,6 +222,28 @@ describe('RESO Web API in the embedded profile (SPEC §13)', () => {
     expect((await reso('/Property?$search=x')).status).toBe(400);
   });
 
+  it('answers in the version the client reads, and only in a format it takes', async () => {
+    // OData-MaxVersion 4.0: the answer says 4.0 (never newer than the client reads); older clients are refused.
+    const v40 = await reso('/Property?$top=1', { 'odata-maxversion': '4.0' });
+    expect([v40.status, v40.headers['odata-version']]).toEqual([200, '4.0']);
+    expect((await reso(`/Property('lst_nope')`, { 'odata-maxversion': '4.0' })).headers['odata-version']).toBe('4.0');
+    const v30 = await reso('/Property?$top=1', { 'odata-maxversion': '3.0' });
+    expect([v30.status, v30.headers['odata-version']]).toEqual([400, '4.01']);
+    odataError(v30.body);
+    // JSON resources refuse an Accept without JSON (406) before any work; $format overrides Accept.
+    const xml = await reso('/Property?$top=1', { accept: 'application/xml' });
+    expect(xml.status).toBe(406);
+    odataError(xml.body);
+    expect((await reso('/Property?$top=1&$format=json', { accept: 'application/xml' })).status).toBe(200);
+    expect((await reso('/Property?$top=1&$format=xml')).status).toBe(406);
+    expect((await reso('/', { accept: 'text/csv' })).status).toBe(406);
+    expect((await reso('/Property?$top=1', { accept: 'application/json;odata.metadata=full' })).status).toBe(200);
+    // $metadata is XML only; $count is text whatever is asked.
+    expect((await reso('/$metadata', { accept: 'application/json' })).status).toBe(406);
+    expect((await reso('/$metadata', { accept: 'application/xml' })).status).toBe(200);
+    expect((await reso('/Property/$count', { accept: 'application/json' })).body).toBe('5');
+  });
+
   it('filters by enum (namespaced or plain), has, any/all, now(), and combines them', async () => {
     const q = async (filter: string) => keysOf(await ok(`/Property?$filter=${encodeURIComponent(filter)}`)).sort();
     const k = (...i: number[]) => i.map((n) => keys[n]).sort();

@@ -2,22 +2,37 @@ import { ORIGIN_HEADER } from '@estate/platform/auth';
 import { AppError } from '@estate/platform/errors';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ODataError, odataErrorBody } from './errors';
+import { answerVersion, assertAcceptable } from './negotiation';
 
 /** Where the RESO Web API answers (SPEC §13). */
 export const RESO_ROOT = '/reso/odata';
 export const ODATA_JSON_TYPE = 'application/json; odata.metadata=minimal';
 
 /**
- * Makes a route scope an OData one: every answer carries `OData-Version: 4.01`, and errors are OData error bodies.
- * Each service serving part of the RESO Web API registers its routes in such a scope.
+ * Makes a route scope an OData one: every answer carries the `OData-Version` the client can read (4.01, or 4.0 for a
+ * client whose `OData-MaxVersion` is 4.0), an answer the request does not accept is refused (406) before any work,
+ * and errors are OData error bodies. Each service serving part of the RESO Web API registers its routes in such a
+ * scope.
  */
 export function odataScope(app: FastifyInstance): void {
-  app.addHook('onSend', async (_request, reply, payload) => {
-    reply.header('odata-version', '4.01');
-    return payload;
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('odata-version', answerVersion(request.headers));
+    const path = safeDecode(request.url.split('?')[0]).replace(/\/+$/, '');
+    // `$count` is text/plain whatever the request asks (OData 4.01 Part 2, 4.8): clients send their JSON Accept.
+    if (path.endsWith('/$count')) return;
+    const type = path.endsWith('/$metadata') ? 'application/xml' : 'application/json';
+    assertAcceptable(request, odataQueryOptions(request.query).$format, type);
   });
   app.setErrorHandler((err: FastifyError, request, reply) => sendODataError(err, request, reply));
 }
+
+const safeDecode = (path: string): string => {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+};
 
 /** The service root and the base of absolute links: `PUBLIC_BASE_URL`, else where the client reached the product. */
 export function odataRoots(request: FastifyRequest, publicBaseUrl?: string): { baseUrl: string; serviceRoot: string } {
@@ -85,5 +100,7 @@ export function sendODataError(err: FastifyError, request: FastifyRequest, reply
     status = 500;
     body = odataErrorBody({ code: 'InternalError', message: 'Something went wrong on our side' });
   }
-  return reply.code(status).type('application/json').header('odata-version', '4.01').send(body);
+  // The version the scope's hook chose, unless choosing it is what failed.
+  if (!reply.hasHeader('odata-version')) reply.header('odata-version', '4.01');
+  return reply.code(status).type('application/json').send(body);
 }

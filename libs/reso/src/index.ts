@@ -4,3 +4,4 @@ export * from './mapping';
 export * from './edmx';
 export * from './query';
 export * from './http';
+export * from './negotiation';

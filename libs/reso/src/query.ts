@@ -66,9 +66,6 @@ export function parseCollectionQuery(
 ): CollectionQuery {
   for (const name of Object.keys(options))
     if (name.startsWith('$') && !KNOWN.has(name)) throw badRequest(`The query option ${name} is not supported`, name);
-  const format = options.$format;
-  if (format !== undefined && !/^(json|application\/json)(;.*)?$/i.test(format))
-    throw badRequest('$format must be json here', '$format');
   const served = new Map(resource.fields.map((f) => [f.name, f]));
   const indexed = filterFields(resource);
 

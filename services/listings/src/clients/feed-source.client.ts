@@ -44,7 +44,7 @@ export class FeedSourceClient {
   ): Promise<SourceAnswer> {
     return this.exchange(url, {
       ...init,
-      headers: { accept: 'application/json', ...init.headers },
+      headers: { accept: 'application/json', 'odata-maxversion': '4.01', ...init.headers },
       limit: BODY_LIMIT,
       tooLarge: (host) => `the answer of ${host} is over 64 MB`,
     }).then(({ status, headers, bytes }) => {
