@@ -31,6 +31,8 @@ describe('RESO query options', () => {
     expect(refusal({ $orderby: 'X_Features' }).target).toBe('X_Features');
     expect(refusal({ $expand: 'Office' }).target).toBe('Office');
     expect(refusal({ $select: 'Nope' }).target).toBe('Nope');
+    expect(refusal({ $select: '' }).target).toBe('$select');
+    expect(refusal({ $select: 'ListingKey,' }).target).toBe('$select');
     expect(refusal({ $count: 'yes' }).status).toBe(400);
   });
 

@@ -72,8 +72,10 @@ export function parseCollectionQuery(
   let select: string[] | undefined;
   if (options.$select !== undefined && options.$select.trim() !== '*') {
     select = options.$select.split(',').map((s) => s.trim());
-    for (const name of select)
+    for (const name of select) {
+      if (name === '') throw badRequest('$select has an empty item: name fields separated by commas', '$select');
       if (!served.has(name)) throw badRequest(`$select: ${name} is not a field of this resource`, name);
+    }
   }
 
   const orderBy: OrderKey[] = [];
