@@ -1,5 +1,6 @@
 import { AppError } from '@estate/platform/errors';
-import { bulkListingId, itemError, laneOf, stateAfter, submittedCommand } from './bulk.rules';
+import { newId } from '@estate/platform/ids';
+import { bulkListingId, itemError, laneOf, LISTING_IDS, markOf, stateAfter, submittedCommand } from './bulk.rules';
 
 describe('bulk rules', () => {
   it('derives one listing id per job item, shaped like every listing id', () => {
@@ -8,6 +9,24 @@ describe('bulk rules', () => {
     expect(id).not.toBe(bulkListingId({ jobId: 'job_1', index: 4 }));
     expect(id).not.toBe(bulkListingId({ jobId: 'job_2', index: 3 }));
     expect(id).toMatch(/^lst_[A-Za-z0-9_-]{16}$/);
+  });
+
+  it('derives ids in insert order for jobs made since the ordered scheme: by job time, then by item', () => {
+    const first = { id: newId('job', new Date('2026-11-27T10:00:00Z')), listingIds: LISTING_IDS };
+    const later = { id: newId('job', new Date('2026-11-27T10:00:01Z')), listingIds: LISTING_IDS };
+    const ids = [0, 1, 35, 36, 1_000, 99_999].map((i) => bulkListingId(markOf(first, i)));
+    ids.push(bulkListingId(markOf(later, 0)));
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^lst_[0-9a-z]{17}[A-Za-z0-9_-]{12}$/);
+    expect(bulkListingId(markOf(first, 7))).toBe(bulkListingId(markOf(first, 7)));
+    // A job made before the scheme keeps the hash it started with, so its repeated creates still find their first.
+    const older = { id: first.id };
+    expect(markOf(older, 7)).toEqual({ jobId: first.id, index: 7 });
+    expect(bulkListingId(markOf(older, 7))).toMatch(/^lst_[A-Za-z0-9_-]{16}$/);
+    expect(bulkListingId(markOf({ id: 'job_1', listingIds: LISTING_IDS }, 3))).toBe(
+      bulkListingId({ jobId: 'job_1', index: 3 }),
+    );
   });
 
   it("fixes the queue command's event id per job, so re-queuing it is de-duplicated", () => {

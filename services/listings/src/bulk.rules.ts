@@ -10,13 +10,25 @@ export const BULK_ROLES = ['admin', 'integration'] as const;
 export interface BulkItemMark {
   jobId: string;
   index: number;
+  /** The job derives its creates' ids in insert order (`listingIds: 'ordered'` on jobs made since that scheme). */
+  ordered?: boolean;
 }
+
+/** How the creates of jobs made from now on derive their listing ids (see `bulkListingId`). */
+export const LISTING_IDS = 'ordered' as const;
 
 /**
  * Bulk items remembered per listing: enough to recognise every write a crashed job had not
  * recorded yet (the worker never has more than this many items started and unrecorded).
  */
 export const APPLIED_ITEMS_KEPT = 50;
+
+/** The mark of a job's item. */
+export const markOf = (job: { id: string; listingIds?: typeof LISTING_IDS }, index: number): BulkItemMark => ({
+  jobId: job.id,
+  index,
+  ...(job.listingIds === LISTING_IDS ? { ordered: true } : {}),
+});
 
 /** How a listing remembers that a bulk item wrote it. */
 export const appliedKey = (mark: BulkItemMark): string => `${mark.jobId}#${mark.index}`;
@@ -25,13 +37,17 @@ export const appliedKey = (mark: BulkItemMark): string => `${mark.jobId}#${mark.
  * The id a bulk item creates its listing under, derived from the job and the index: a create
  * repeated after a crash finds its own first attempt instead of making a second listing.
  * `lst_` and URL-safe characters like every listing id, and as unguessable as the job id.
+ *
+ * Ordered (jobs made since the scheme): the job id's time, the item's index, then a hash, so a job's creates sort in
+ * the order they are written. Every index on the listing id (the store's key, the search and RESO rows) then takes
+ * them at its end instead of at a random page: decision 0133. A job made before keeps the plain hash it started with.
  */
 export function bulkListingId(mark: BulkItemMark): string {
-  return `lst_${createHash('sha256')
-    .update(`bulk:${appliedKey(mark)}`)
-    .digest()
-    .subarray(0, 12)
-    .toString('base64url')}`;
+  const hash = createHash('sha256').update(`bulk:${appliedKey(mark)}`).digest();
+  // The milliseconds and sequence of `newId('job')`.
+  const time = mark.ordered ? /^job_([0-9a-z]{12})/.exec(mark.jobId)?.[1] : undefined;
+  if (time === undefined) return `lst_${hash.subarray(0, 12).toString('base64url')}`;
+  return `lst_${time}${mark.index.toString(36).padStart(5, '0')}${hash.subarray(0, 9).toString('base64url')}`;
 }
 
 /**

@@ -5,7 +5,7 @@ import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
 import type { Logger } from 'pino';
-import { BULK_ROLES, submittedCommand } from './bulk.rules';
+import { BULK_ROLES, LISTING_IDS, submittedCommand } from './bulk.rules';
 import type { BulkJobDoc, BulkJobRepository } from './repositories/bulk-job.repository';
 import { metrics } from '@estate/platform/metrics';
 
@@ -39,6 +39,7 @@ export class BulkService {
       id,
       type: 'listings.bulk_upsert',
       accountId: ctx.who.accountId,
+      listingIds: LISTING_IDS,
       submittedBy: { keyId: ctx.who.keyId, role: ctx.who.role },
       ...(ctx.requestId ? { requestId: ctx.requestId } : {}),
       state: 'queued',

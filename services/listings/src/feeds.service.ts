@@ -2,6 +2,7 @@ import type { Identity } from '@estate/contracts/accounts';
 import type { Feed, FeedCreate, FeedListQuery, FeedPatch } from '@estate/contracts/feeds';
 import type { Job } from '@estate/contracts/jobs';
 import type { FeedLedger } from '@estate/contracts/feeds';
+import { LISTING_IDS } from './bulk.rules';
 import { DEFAULT_REMOVALS } from './feed-sync.rules';
 import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound } from '@estate/platform/errors';
@@ -239,6 +240,7 @@ export class FeedsService {
       id: jobId,
       type: 'feed_sync',
       accountId: ctx.who.accountId,
+      listingIds: LISTING_IDS,
       submittedBy: feed.createdBy,
       ...(ctx.requestId ? { requestId: ctx.requestId } : {}),
       state: 'queued',

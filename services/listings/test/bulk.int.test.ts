@@ -1,8 +1,8 @@
 import { RetryLater, Unprocessable } from '@estate/bus';
 import type { Job } from '@estate/contracts/jobs';
 import { eventually, identityFor, listingBody } from '@estate/testing';
-import { submittedCommand } from '../src/bulk.rules';
-import { BulkJobRepository } from '../src/repositories/bulk-job.repository';
+import { markOf, submittedCommand } from '../src/bulk.rules';
+import { BULK_JOBS_COLLECTION, BulkJobRepository, type BulkJobDoc } from '../src/repositories/bulk-job.repository';
 import { alice, bob, ListingsHarness } from './harness';
 
 const FINAL = ['succeeded', 'partially_failed', 'failed'];
@@ -384,68 +384,80 @@ describe('bulk create-or-update as tracked jobs (listings service, embedded adap
     });
   });
 
-  it('resumes a half-done job after a crash, applying no item twice (also the one written but not recorded)', async () => {
-    // No worker yet: the job stays queued, and a "crashed worker" is simulated on the store.
-    h = await ListingsHarness.start({ start: false });
-    const existing = (
-      await call(alice, 'POST', '/v1/listings', listingBody({ externalId: 'E-0', source: 'feed' }))
-    ).json();
-    const items = [
-      ...Array.from({ length: 4 }, (_, i) => listingBody({ externalId: `K-${i}`, source: 'feed' })),
-      listingBody({ mlsNumber: 'no-key-4' }),
-      listingBody({ externalId: 'K-5', source: 'feed' }),
-      listingBody({ mlsNumber: 'no-key-6' }),
-      { externalId: 'E-0', source: 'feed', pricing: { listPrice: 123456 } },
-      ...Array.from({ length: 2 }, (_, i) => listingBody({ externalId: `K-${8 + i}`, source: 'feed' })),
-    ];
-    const { jobId } = (await bulk(items)).json();
-    const jobs = await BulkJobRepository.open(h.store);
-    const dead = 'crashed-worker';
-    const claimed = await jobs.claim(jobId, dead, new Date(), 3_600_000, true);
-    expect(claimed).not.toBeNull();
-    // Items 0..4 applied and recorded; 5 (a keyed create), 6 (an unkeyed create) and 7 (an update)
-    // applied, then the process died before recording them.
-    const outcomes = [];
-    for (let index = 0; index <= 7; index++) {
-      const done = await h.runtime.upserts.upsert({ who: alice }, items[index] as Record<string, unknown>, {
-        jobId,
-        index,
-      });
-      outcomes.push({ result: { index, ...done } });
-    }
-    expect(await jobs.record(claimed!, dead, outcomes.slice(0, 5), new Date(), 3_600_000)).not.toBeNull();
-    expect((await getJob(jobId)).progress.processed).toBe(5);
-    await h.runtime.relay.flush();
+  it.each([
+    ['a job of this version', false],
+    ['a job made before ids were derived in order, resumed after the upgrade', true],
+  ])(
+    'resumes a half-done job after a crash, applying no item twice (also the one written but not recorded): %s',
+    async (_, before) => {
+      // No worker yet: the job stays queued, and a "crashed worker" is simulated on the store.
+      h = await ListingsHarness.start({ start: false });
+      const existing = (
+        await call(alice, 'POST', '/v1/listings', listingBody({ externalId: 'E-0', source: 'feed' }))
+      ).json();
+      const items = [
+        ...Array.from({ length: 4 }, (_, i) => listingBody({ externalId: `K-${i}`, source: 'feed' })),
+        listingBody({ mlsNumber: 'no-key-4' }),
+        listingBody({ externalId: 'K-5', source: 'feed' }),
+        listingBody({ mlsNumber: 'no-key-6' }),
+        { externalId: 'E-0', source: 'feed', pricing: { listPrice: 123456 } },
+        ...Array.from({ length: 2 }, (_, i) => listingBody({ externalId: `K-${8 + i}`, source: 'feed' })),
+      ];
+      const { jobId } = (await bulk(items)).json();
+      const jobs = await BulkJobRepository.open(h.store);
+      if (before)
+        await (
+          await h.store.collection<BulkJobDoc>(BULK_JOBS_COLLECTION)
+        ).updateOne({ id: jobId }, { $unset: { listingIds: true } });
+      const dead = 'crashed-worker';
+      const claimed = await jobs.claim(jobId, dead, new Date(), 3_600_000, true);
+      expect(claimed).not.toBeNull();
+      // Items 0..4 applied and recorded; 5 (a keyed create), 6 (an unkeyed create) and 7 (an update)
+      // applied, then the process died before recording them.
+      const outcomes = [];
+      for (let index = 0; index <= 7; index++) {
+        const done = await h.runtime.upserts.upsert(
+          { who: alice },
+          items[index] as Record<string, unknown>,
+          // The version before derived every id from the plain hash: the mark it wrote with.
+          before ? { jobId, index } : markOf(claimed!, index),
+        );
+        outcomes.push({ result: { index, ...done } });
+      }
+      expect(await jobs.record(claimed!, dead, outcomes.slice(0, 5), new Date(), 3_600_000)).not.toBeNull();
+      expect((await getJob(jobId)).progress.processed).toBe(5);
+      await h.runtime.relay.flush();
 
-    // The next process: same store, new bus; it re-queues the unfinished job at start.
-    await h.restart();
-    const job = await finished(jobId);
-    expect(job.state).toBe('succeeded');
-    expect(job.progress).toEqual({ total: 10, processed: 10, succeeded: 10, failed: 0 });
-    expect(job.results.map((r) => [r.index, r.action])).toEqual([
-      [0, 'created'],
-      [1, 'created'],
-      [2, 'created'],
-      [3, 'created'],
-      [4, 'created'],
-      [5, 'created'],
-      [6, 'created'],
-      [7, 'updated'],
-      [8, 'created'],
-      [9, 'created'],
-    ]);
-    // The rerun recognised 5, 6 and 7 and reported what the first attempt did, with the same ids.
-    expect(job.results.slice(5, 8)).toEqual(outcomes.slice(5, 8).map((o) => o.result));
-    expect(await total()).toBe(1 + 9);
-    for (const r of job.results) expect((await listing(r.id)).version).toBe(r.action === 'created' ? 1 : 2);
-    expect(await listing(existing.id)).toMatchObject({ version: 2, pricing: { listPrice: 123456 } });
+      // The next process: same store, new bus; it re-queues the unfinished job at start.
+      await h.restart();
+      const job = await finished(jobId);
+      expect(job.state).toBe('succeeded');
+      expect(job.progress).toEqual({ total: 10, processed: 10, succeeded: 10, failed: 0 });
+      expect(job.results.map((r) => [r.index, r.action])).toEqual([
+        [0, 'created'],
+        [1, 'created'],
+        [2, 'created'],
+        [3, 'created'],
+        [4, 'created'],
+        [5, 'created'],
+        [6, 'created'],
+        [7, 'updated'],
+        [8, 'created'],
+        [9, 'created'],
+      ]);
+      // The rerun recognised 5, 6 and 7 and reported what the first attempt did, with the same ids.
+      expect(job.results.slice(5, 8)).toEqual(outcomes.slice(5, 8).map((o) => o.result));
+      expect(await total()).toBe(1 + 9);
+      for (const r of job.results) expect((await listing(r.id)).version).toBe(r.action === 'created' ? 1 : 2);
+      expect(await listing(existing.id)).toMatchObject({ version: 2, pricing: { listPrice: 123456 } });
 
-    await h.runtime.relay.flush();
-    const created = h.events.filter((e) => e.subject === 'listings.listing.created').map((e) => e.payload.listingId);
-    const updated = h.events.filter((e) => e.subject === 'listings.listing.updated').map((e) => e.payload.listingId);
-    expect(created.sort()).toEqual(
-      [existing.id, ...job.results.filter((r) => r.action === 'created').map((r) => r.id)].sort(),
-    );
-    expect(updated).toEqual([existing.id]);
-  });
+      await h.runtime.relay.flush();
+      const created = h.events.filter((e) => e.subject === 'listings.listing.created').map((e) => e.payload.listingId);
+      const updated = h.events.filter((e) => e.subject === 'listings.listing.updated').map((e) => e.payload.listingId);
+      expect(created.sort()).toEqual(
+        [existing.id, ...job.results.filter((r) => r.action === 'created').map((r) => r.id)].sort(),
+      );
+      expect(updated).toEqual([existing.id]);
+    },
+  );
 });

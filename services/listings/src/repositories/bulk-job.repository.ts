@@ -4,7 +4,7 @@ import { outboxEntry, updateWithOutbox, withoutOutbox, type OutboxDoc } from '@e
 import type { FeedCursor, FeedLedger } from '@estate/contracts/feeds';
 import { decodeCursor } from '@estate/platform/pagination';
 import { findOwned, keyset, pageOf, type DocumentCollection, type DocumentStore } from '@estate/store';
-import { completedEvent, ENDED_JOB_VERSION } from '../bulk.rules';
+import { completedEvent, ENDED_JOB_VERSION, type LISTING_IDS } from '../bulk.rules';
 
 export const BULK_JOBS_COLLECTION = 'bulk_jobs';
 /**
@@ -36,6 +36,8 @@ export interface BulkJobDoc extends OutboxDoc {
   createdAt: string;
   startedAt?: string;
   finishedAt?: string;
+  /** How the job's creates derive their listing ids; absent on jobs made before the ordered scheme (`bulkListingId`). */
+  listingIds?: typeof LISTING_IDS;
   /** `feed_sync` jobs: the feed, the ledger, and where the walk stands (the last record applied). */
   feedId?: string;
   ledger?: FeedLedger;

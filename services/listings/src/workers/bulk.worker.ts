@@ -11,6 +11,7 @@ import {
   APPLIED_ITEMS_KEPT,
   itemError,
   laneOf,
+  markOf,
   progressOf,
   stateAfter,
   submittedCommand,
@@ -201,7 +202,7 @@ export class BulkWorker {
       const from = job.progress.processed;
       const to = Math.min(job.progress.total, from + ITEMS_PER_UNIT);
       job = await this.deps.units.run(async () => {
-        const outcomes = await this.applyAll(ctx, job.id, items, from, to);
+        const outcomes = await this.applyAll(ctx, job, items, from, to);
         const recorded = await this.deps.jobs.record(job, this.owner, outcomes, this.deps.clock(), this.leaseMs);
         // Throwing undoes what the unit can: the worker that took the job over applies the items.
         if (!recorded) throw new RetryLater(`bulk job ${job.id}: taken over at item ${from}`, this.leaseMs);
@@ -214,7 +215,7 @@ export class BulkWorker {
   /** Applies items `from` to `to` a few at once, in order where they touch the same listing; outcomes in item order. */
   private async applyAll(
     ctx: RequestContext,
-    jobId: string,
+    job: Pick<BulkJobDoc, 'id' | 'listingIds'>,
     items: Record<string, unknown>[],
     from: number,
     to: number,
@@ -236,7 +237,7 @@ export class BulkWorker {
         const lane = laneOf(items[index]);
         if (lane.kind === 'alone') aloneInFlight = true;
         if (lane.kind === 'key') keysInFlight.add(lane.key);
-        const applying: Promise<void> = this.apply(ctx, items[index], { jobId, index })
+        const applying: Promise<void> = this.apply(ctx, items[index], markOf(job, index))
           .then(
             (outcome) => void (outcomes[index - from] = outcome),
             (err: unknown) => void (failure ??= err),

@@ -9,7 +9,7 @@ import { AppError, DependencyUnavailable } from '@estate/platform/errors';
 import { listingFromReso } from '@estate/reso';
 import type { Transaction } from '@estate/store';
 import type { Logger } from 'pino';
-import { itemError, progressOf } from '../bulk.rules';
+import { itemError, markOf, progressOf } from '../bulk.rules';
 import type { FeedSourceClient, SourceAnswer } from '../clients/feed-source.client';
 import { SourceUnreachable } from '../clients/feed-source.client';
 import {
@@ -690,7 +690,7 @@ export class FeedRunWorker {
                 ];
             }
           } else {
-            const done = await this.deps.upserts.upsertRecord(state.ctx, item, { jobId: job.id, index });
+            const done = await this.deps.upserts.upsertRecord(state.ctx, item, markOf(job, index));
             ledger[done.action]++;
             const photos = this.syncsPhotos(state) ? sourcePhotos(record) : undefined;
             if (photos) {
