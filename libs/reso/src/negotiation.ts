@@ -32,7 +32,12 @@ export function answerVersion(headers: Record<string, string | string[] | undefi
   if (max === undefined) return '4.01';
   const version = versionOf(max);
   if (!version)
-    throw new ODataError(400, 'BadRequest', `OData-MaxVersion must be a version such as 4.0 or 4.01`, 'OData-MaxVersion');
+    throw new ODataError(
+      400,
+      'BadRequest',
+      `OData-MaxVersion must be a version such as 4.0 or 4.01`,
+      'OData-MaxVersion',
+    );
   const [major, minor] = version;
   if (major < 4)
     throw new ODataError(

@@ -43,7 +43,9 @@ export const appliedKey = (mark: BulkItemMark): string => `${mark.jobId}#${mark.
  * them at its end instead of at a random page: decision 0133. A job made before keeps the plain hash it started with.
  */
 export function bulkListingId(mark: BulkItemMark): string {
-  const hash = createHash('sha256').update(`bulk:${appliedKey(mark)}`).digest();
+  const hash = createHash('sha256')
+    .update(`bulk:${appliedKey(mark)}`)
+    .digest();
   // The milliseconds and sequence of `newId('job')`.
   const time = mark.ordered ? /^job_([0-9a-z]{12})/.exec(mark.jobId)?.[1] : undefined;
   if (time === undefined) return `lst_${hash.subarray(0, 12).toString('base64url')}`;
