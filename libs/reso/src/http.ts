@@ -17,22 +17,15 @@ export const ODATA_JSON_TYPE = 'application/json; odata.metadata=minimal';
 export function odataScope(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('odata-version', answerVersion(request.headers));
-    const path = safeDecode(request.url.split('?')[0]).replace(/\/+$/, '');
+    // The path as the router decoded it: the rest after a catch-all route, else the route's own.
+    const path = ((request.params as { '*'?: string })['*'] ?? request.routeOptions.url ?? '').replace(/\/+$/, '');
     // `$count` is text/plain whatever the request asks (OData 4.01 Part 2, 4.8): clients send their JSON Accept.
-    if (path.endsWith('/$count')) return;
-    const type = path.endsWith('/$metadata') ? 'application/xml' : 'application/json';
+    if (/(^|\/)\$count$/.test(path)) return;
+    const type = /(^|\/)\$metadata$/.test(path) ? 'application/xml' : 'application/json';
     assertAcceptable(request, odataQueryOptions(request.query).$format, type);
   });
   app.setErrorHandler((err: FastifyError, request, reply) => sendODataError(err, request, reply));
 }
-
-const safeDecode = (path: string): string => {
-  try {
-    return decodeURIComponent(path);
-  } catch {
-    return path;
-  }
-};
 
 /** The service root and the base of absolute links: `PUBLIC_BASE_URL`, else where the client reached the product. */
 export function odataRoots(request: FastifyRequest, publicBaseUrl?: string): { baseUrl: string; serviceRoot: string } {

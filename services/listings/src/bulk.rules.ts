@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { EventPayload } from '@estate/contracts/events';
 import type { Job, JobItemError, JobProgress, JobProgressCounts, JobState } from '@estate/contracts/jobs';
 import type { AppError } from '@estate/platform/errors';
+import { sortPartOf } from '@estate/platform/ids';
 
 /** Bulk writes, and reading their jobs, are for the roles that write listings. */
 export const BULK_ROLES = ['admin', 'integration'] as const;
@@ -46,8 +47,7 @@ export function bulkListingId(mark: BulkItemMark): string {
   const hash = createHash('sha256')
     .update(`bulk:${appliedKey(mark)}`)
     .digest();
-  // The milliseconds and sequence of `newId('job')`.
-  const time = mark.ordered ? /^job_([0-9a-z]{12})/.exec(mark.jobId)?.[1] : undefined;
+  const time = mark.ordered ? sortPartOf(mark.jobId) : undefined;
   if (time === undefined) return `lst_${hash.subarray(0, 12).toString('base64url')}`;
   return `lst_${time}${mark.index.toString(36).padStart(5, '0')}${hash.subarray(0, 9).toString('base64url')}`;
 }

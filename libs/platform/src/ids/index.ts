@@ -17,3 +17,8 @@ export function newId(prefix: string, at: Date = new Date()): string {
   }
   return `${prefix}_${ms.toString(36).padStart(9, '0')}${seq.toString(36).padStart(3, '0')}${randomBytes(12).toString('base64url')}`;
 }
+
+/** The part of a `newId` id its order comes from (time and sequence, 12 characters); undefined for other ids. */
+export function sortPartOf(id: string): string | undefined {
+  return /^[a-z]+_([0-9a-z]{12})/.exec(id)?.[1];
+}
