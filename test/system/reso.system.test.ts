@@ -40,12 +40,14 @@ describeWithEngines(
       });
       api = apiClient(cluster.gateway, cluster.keys.admin);
       ids = await seedCoreListings(cluster.gateway, cluster.keys.admin);
-      const jpeg = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#a63' } })
-        .jpeg()
-        .toBuffer();
+      const jpeg = (background: string) =>
+        sharp({ create: { width: 40, height: 30, channels: 3, background } })
+          .jpeg()
+          .toBuffer();
       const form = new FormData();
-      form.append('file', new Blob([jpeg], { type: 'image/jpeg' }), 'a.jpg');
-      form.append('file', new Blob([jpeg], { type: 'image/jpeg' }), 'b.jpg');
+      form.append('file', new Blob([await jpeg('#a63')], { type: 'image/jpeg' }), 'a.jpg');
+      form.append('caption', 'Front');
+      form.append('file', new Blob([await jpeg('#36a')], { type: 'image/jpeg' }), 'b.jpg');
       expect((await api('POST', `/v1/listings/${ids[0]}/media`, form)).status).toBe(201);
       // Search follows the events: every listing, and the first one's two photos, are there before the tests.
       await eventually(
@@ -99,7 +101,7 @@ describeWithEngines(
       expect(agent.status).toBe(401);
     });
 
-    it('syncs one account into another through a feed (POST /v1/feeds at the gateway), then only what changed', async () => {
+    it('syncs one account into another through a feed (POST /v1/feeds at the gateway) with its photos, then only what changed', async () => {
       const mirror = await apiClient(cluster.gateway, cluster.keys.platform)('POST', '/v1/accounts', {
         name: `Mirror ${cluster.run}`,
       });
@@ -112,6 +114,7 @@ describeWithEngines(
         originatingSystemName: 'first-account',
         budget: { requestsPerSecond: 50 },
         pageSize: 3,
+        media: true,
       });
       expect(created.status).toBe(201);
       expect((await b('GET', '/v1/feeds')).body).toMatchObject({ total: 1 });
@@ -129,7 +132,14 @@ describeWithEngines(
       };
       const first = await run();
       expect({ state: first.state, errors: first.errors }).toEqual({ state: 'succeeded', errors: [] });
-      expect(first.ledger).toMatchObject({ fetched: ids.length, created: ids.length, failed: 0 });
+      expect(first.ledger).toMatchObject({
+        fetched: ids.length,
+        created: ids.length,
+        failed: 0,
+        mediaDownloaded: 2,
+        mediaUploaded: 2,
+        mediaFailed: 0,
+      });
       const mirrored = async () =>
         new Map(
           ((await b('GET', '/v1/listings?limit=100')).body.items as Array<{ externalId: string; version: number }>).map(
@@ -141,6 +151,20 @@ describeWithEngines(
         timeoutMs: 60_000,
         intervalMs: 100,
       });
+      // The first listing's photos went through the media service's upload path: same order and caption, rendered.
+      const copy = (await mirrored()).get(ids[0]) as unknown as { id: string };
+      await eventually(
+        async () => {
+          const gallery = (await b('GET', `/v1/listings/${copy.id}/media`)).body.items as Array<
+            Record<string, unknown>
+          >;
+          expect(gallery.map((m) => ({ caption: m.caption ?? null, status: m.status, order: m.order }))).toEqual([
+            { caption: 'Front', status: 'ready', order: 0 },
+            { caption: null, status: 'ready', order: 1 },
+          ]);
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
 
       // A price changes in the first account; once its RESO server shows it, the next run writes that alone.
       expect((await api('PATCH', `/v1/listings/${ids[1]}`, { pricing: { listPrice: 123_456 } })).status).toBe(200);
@@ -153,12 +177,14 @@ describeWithEngines(
       );
       const second = await run();
       expect(second.state).toBe('succeeded');
-      expect(second.ledger).toMatchObject({ created: 0, updated: 1, failed: 0 });
+      // Photos whose PhotosChangeTimestamp did not move are not looked at again.
+      expect(second.ledger).toMatchObject({ created: 0, updated: 1, failed: 0, mediaDownloaded: 0, mediaUploaded: 0 });
       await eventually(
         async () => {
           const after = await mirrored();
           expect(after.get(ids[1])).toMatchObject({ version: 2, pricing: { listPrice: 123_456 } });
-          expect(after.get(ids[0])!.version).toBe(1);
+          // A listing without photos (the first one's versions count its gallery's changes too).
+          expect(after.get(ids[2])!.version).toBe(1);
         },
         { timeoutMs: 60_000, intervalMs: 100 },
       );

@@ -39,7 +39,8 @@ export { isApiRequest, needsApiKey } from './api-paths';
  */
 export const TRUSTED_CALLERS: Record<string, Partial<Record<Caller, readonly string[] | '*'>>> = {
   listings: { gateway: '*', media: ['GET'], leads: ['GET'] },
-  media: { gateway: '*', webhooks: ['GET'], listings: ['GET'] },
+  // Listings reads galleries (RESO's Media) and writes the photos of feeds it syncs.
+  media: { gateway: '*', webhooks: ['GET'], listings: ['GET', 'POST', 'PUT', 'DELETE'] },
   leads: { gateway: '*', webhooks: ['GET'] },
   webhooks: { gateway: '*' },
 };
