@@ -168,6 +168,32 @@ describe('feed sync against a failing source (embedded)', () => {
     expect([...all.values()].every((l) => l.version === 1)).toBe(true);
   });
 
+  it('credentials that cannot travel in a header: refused when the feed is written, and a token endpoint issuing one fails the run saying so', async () => {
+    for (const token of ['line\nbreak', 'with space', 'naïve']) {
+      const refused = await call('POST', '/v1/feeds', {
+        name: 'bad token',
+        serviceRoot: source.url,
+        auth: { type: 'bearer', token },
+      });
+      expect({ status: refused.status, paths: refused.body.errors.map((e: { path: string }) => e.path) }).toEqual({
+        status: 422,
+        paths: ['auth.token'],
+      });
+    }
+    expect(
+      (await call('GET', '/v1/feeds?limit=100')).body.items.some((f: { name: string }) => f.name === 'bad token'),
+    ).toBe(false);
+
+    source.put(...six());
+    source.faults = { unsendableToken: true };
+    const feed = await createFeed({ auth: clientCredentials() });
+    const failed = await run(feed.id);
+    expect(failed.state).toBe('failed');
+    expect(failed.ledger.stopReason).toMatch(/access token that cannot be sent in an HTTP header/);
+    expect(source.pages).toBe(0);
+    expect(await cursor(feed.id)).toBeNull();
+  });
+
   it('a Retry-After of an hour ends the run at once with the time to come back, the cursor kept, and no scheduled run before then', async () => {
     const records = six();
     source.put(...records);

@@ -13,12 +13,16 @@ export type FeedCursor = z.infer<typeof feedCursor>;
 
 const sourceUrl = z.url({ protocol: /^https?$/, error: 'must be an https URL' }).max(2048);
 
+/** What can travel in an HTTP header as a credential: visible ASCII, no spaces or control characters. */
+export const HEADER_TOKEN = /^[\x21-\x7e]+$/;
+
 const bearerAuth = z.strictObject({
   type: z.literal('bearer'),
   token: z
     .string()
     .min(1)
     .max(4096)
+    .regex(HEADER_TOKEN, 'must be visible ASCII characters without spaces (it is sent in an HTTP header)')
     .describe('Sent as `Authorization: Bearer <token>`; stored encrypted, never returned'),
 });
 const clientCredentialsAuth = z.strictObject({

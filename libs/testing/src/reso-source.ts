@@ -27,6 +27,8 @@ export interface SourceFaults {
   tokenUses?: number;
   /** The client's credentials are revoked: `/token` answers 401 and every token (`source-token` too) answers 401. */
   revoked?: boolean;
+  /** `/token` issues tokens that cannot travel in an HTTP header (a line break and a non-ASCII letter in them). */
+  unsendableToken?: boolean;
   /** The faults above (429s, 503s, revocation) start only once this many Property pages have been served. */
   afterPages?: number;
   /**
@@ -194,7 +196,7 @@ export class ResoTestSource {
         params.get('client_secret') !== 'source-secret'
       )
         return send(401, { error: 'invalid_client' });
-      const token = `issued-${this.tokens.length + 1}`;
+      const token = `issued-${this.tokens.length + 1}${this.faults.unsendableToken ? '\nå' : ''}`;
       this.tokens.push(token);
       send(200, { access_token: token, token_type: 'Bearer', expires_in: 3600 });
     });

@@ -221,7 +221,9 @@ export function readPage(
 }
 
 /** Why a run stopped when the token endpoint gave no token. */
-export function tokenRefusal(status: number): string {
+export function tokenRefusal(status: number, unusable = false): string {
+  if (unusable)
+    return `the token endpoint answered an access token that cannot be sent in an HTTP header (not visible ASCII); ${GOES_ON}`;
   return status === 400 || status === 401
     ? `the token endpoint refused the feed's client credentials (${status}): replace the feed's \`auth\` with PATCH /v1/feeds/{id}; ${GOES_ON}`
     : `the token endpoint answered ${status} without an access token; ${GOES_ON}`;

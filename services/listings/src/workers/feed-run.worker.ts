@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { FeedLedger } from '@estate/contracts/feeds';
+import { HEADER_TOKEN, type FeedLedger } from '@estate/contracts/feeds';
 import type { Listing } from '@estate/contracts/listings';
 import { jobProgressSubject, type JobItemError } from '@estate/contracts/jobs';
 import type { Bus, OutboxRelay } from '@estate/bus';
@@ -619,7 +619,16 @@ export class FeedRunWorker {
 
   private async tokenOf(state: Running): Promise<string> {
     const { auth } = state.feed;
-    if (auth.type === 'bearer') return this.deps.secrets.secretOf(state.feed);
+    if (auth.type === 'bearer') {
+      const token = this.deps.secrets.secretOf(state.feed);
+      // Refused when the feed is written; a feed stored before that rule was may still hold one.
+      if (!HEADER_TOKEN.test(token))
+        throw new RunStopped(
+          "the feed's bearer token cannot be sent in an HTTP header (not visible ASCII): replace its `auth` with PATCH /v1/feeds/{id}",
+          true,
+        );
+      return token;
+    }
     if (state.token) return state.token;
     const form = new URLSearchParams({
       grant_type: 'client_credentials',
@@ -634,6 +643,8 @@ export class FeedRunWorker {
     });
     const token = (answer.body as { access_token?: unknown } | undefined)?.access_token;
     if (answer.status !== 200 || typeof token !== 'string') throw new RunStopped(tokenRefusal(answer.status), true);
+    // Sent as a header from then on: a token that cannot be would fail every request of the run.
+    if (!HEADER_TOKEN.test(token)) throw new RunStopped(tokenRefusal(answer.status, true), true);
     state.token = token;
     return token;
   }
