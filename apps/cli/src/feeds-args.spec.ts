@@ -117,6 +117,7 @@ describe('feeds output', () => {
     reconcile: true,
     keys: null,
     quarantined: 0,
+    hidden: 0,
     restored: 0,
     removed: 0,
     mediaDownloaded: 0,

@@ -132,7 +132,7 @@ describe('npm run cli -- feeds', () => {
     expect(runs.out).toContain('(dry run)');
     const shownRun = await cli(['show-run', run.id], env);
     expect(shownRun).toMatchObject({ code: 0 });
-    expect(shownRun.out).toContain('keys 3, quarantined 0, restored 0, removed 0');
+    expect(shownRun.out).toContain('keys 3, quarantined 0, hidden by the source 0, restored 0, removed 0');
   });
 
   it('takes the client secret from stdin, and without ESTATE_API_KEY works with a key of its own it revokes', async () => {

@@ -1026,8 +1026,10 @@ export interface components {
             reconcile: boolean;
             /** @description Keys the complete key pull received; null: no complete key pull */
             keys: number | null;
-            /** @description Listings the key pull found missing for the first time: hidden from search (`sourceMissing`) */
+            /** @description Listings hidden from search (`sourceMissing`) for the first time: missing from the key pull, or flagged by the source (`hidden`) */
             quarantined: number;
+            /** @description Records the source flags as not for display (`MlgCanView` false): never created, and a listing we have of them quarantined */
+            hidden: number;
             /** @description Quarantined listings back in the feed: shown again */
             restored: number;
             /** @description Listings deleted after missing for `removals.quarantineRuns` key pulls */
@@ -1577,7 +1579,7 @@ export interface components {
                 photosChangedAt: string | null;
             };
             listedAt: string | null;
-            /** @description Set while the feed that syncs the listing no longer has it: hidden from search, deleted after `removals.quarantineRuns` reconciliations */
+            /** @description Set while the feed that syncs the listing no longer has it, or flags it as not for display: hidden from search, deleted after `removals.quarantineRuns` reconciliations */
             sourceMissing?: {
                 feedId: string;
                 /** @description When a key reconciliation first found it missing from the feed */
@@ -1586,6 +1588,11 @@ export interface components {
                 runs: number;
                 /** @description The run that last found it missing */
                 runId: string;
+                /**
+                 * @description `missing`: a key reconciliation did not find it; `hidden`: the source flagged the record as not for display (`MlgCanView` false)
+                 * @enum {string}
+                 */
+                reason?: "missing" | "hidden";
             } | null;
             version: number;
             createdAt: string;
@@ -1749,7 +1756,7 @@ export interface components {
                 photosChangedAt: string | null;
             };
             listedAt: string | null;
-            /** @description Set while the feed that syncs the listing no longer has it: hidden from search, deleted after `removals.quarantineRuns` reconciliations */
+            /** @description Set while the feed that syncs the listing no longer has it, or flags it as not for display: hidden from search, deleted after `removals.quarantineRuns` reconciliations */
             sourceMissing?: {
                 feedId: string;
                 /** @description When a key reconciliation first found it missing from the feed */
@@ -1758,6 +1765,11 @@ export interface components {
                 runs: number;
                 /** @description The run that last found it missing */
                 runId: string;
+                /**
+                 * @description `missing`: a key reconciliation did not find it; `hidden`: the source flagged the record as not for display (`MlgCanView` false)
+                 * @enum {string}
+                 */
+                reason?: "missing" | "hidden";
             } | null;
             version: number;
             createdAt: string;

@@ -224,7 +224,15 @@ export const feedLedger = z
     quarantined: z
       .number()
       .int()
-      .describe('Listings the key pull found missing for the first time: hidden from search (`sourceMissing`)'),
+      .describe(
+        'Listings hidden from search (`sourceMissing`) for the first time: missing from the key pull, or flagged by the source (`hidden`)',
+      ),
+    hidden: z
+      .number()
+      .int()
+      .describe(
+        'Records the source flags as not for display (`MlgCanView` false): never created, and a listing we have of them quarantined',
+      ),
     restored: z.number().int().describe('Quarantined listings back in the feed: shown again'),
     removed: z.number().int().describe('Listings deleted after missing for `removals.quarantineRuns` key pulls'),
     mediaDownloaded: z.number().int().describe('Photos downloaded (new, or changed at the source)'),

@@ -198,11 +198,17 @@ export const listing = z
         since: z.string().describe('When a key reconciliation first found it missing from the feed'),
         runs: z.number().int().describe('Key reconciliations in a row that found it missing'),
         runId: z.string().describe('The run that last found it missing'),
+        reason: z
+          .enum(['missing', 'hidden'])
+          .optional()
+          .describe(
+            '`missing`: a key reconciliation did not find it; `hidden`: the source flagged the record as not for display (`MlgCanView` false)',
+          ),
       })
       .nullable()
       .optional()
       .describe(
-        'Set while the feed that syncs the listing no longer has it: hidden from search, deleted after `removals.quarantineRuns` reconciliations',
+        'Set while the feed that syncs the listing no longer has it, or flags it as not for display: hidden from search, deleted after `removals.quarantineRuns` reconciliations',
       ),
     version: z.number().int(),
     createdAt: z.string(),

@@ -87,6 +87,14 @@ export function withinRemovalShare(missing: number, total: number, removals: Fee
  * each later reconciliation (not twice by one run resumed); deleted by the `quarantineRuns`-th in a row, never by
  * the one that first finds it missing.
  */
+/**
+ * Whether the source flags the record as not for display: MLS Grid's `MlgCanView` false (its consumers must take
+ * such a listing down). A removal signal like a key missing from the key pull (SPEC §14).
+ */
+export function hiddenBySource(record: Record<string, unknown>): boolean {
+  return record.MlgCanView === false;
+}
+
 export function missingAction(
   current: Missing,
   runId: string,

@@ -70,6 +70,7 @@ export function openLedger(feed: FeedDoc, dryRun: boolean, reconcile = false): F
     failed: 0,
     keys: null,
     quarantined: 0,
+    hidden: 0,
     restored: 0,
     removed: 0,
     mediaDownloaded: 0,

@@ -152,6 +152,13 @@ export class ListingUpsertService {
       : { action: 'update', id: target.listing.id, fields };
   }
 
+  /** The listing a feed record with this key (`externalId`) and source wrote, if there is one. */
+  async findRecord(ctx: RequestContext, externalId: string, source: string): Promise<Listing | null> {
+    assertRole(ctx.who, LISTING_WRITERS, 'write listings');
+    const target = await this.targetOf(ctx.who.accountId, undefined, { externalId, source }, { jobId: '', index: -1 });
+    return target?.listing ?? null;
+  }
+
   /** Creates the item's listing under its derived id; null when that id or the feed key is taken. */
   private async create(ctx: RequestContext, input: ListingCreate, mark: BulkItemMark): Promise<UpsertOutcome | null> {
     try {

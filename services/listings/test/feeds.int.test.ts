@@ -280,6 +280,52 @@ function feedSuite(openStore: OpenStore) {
     });
   });
 
+  it('removals: a record the source flags as not for display (MlgCanView false) is never created, quarantines the listing we have, and is deleted by later key pulls although its key is still there', async () => {
+    // The source keeps flagged records in the feed (and in its key pull), as MLS Grid does.
+    source.put(...ten().map((r) => ({ ...r, MlgCanView: true })), record(10, 10, { MlgCanView: false }));
+    // The run that flags it counts as the first of the three that find it gone.
+    const feed = await createFeed({ removals: { quarantineRuns: 3, maxRemovedPercent: 5 } });
+    const first = await run(feed.id);
+    expect(first.ledger).toMatchObject({ fetched: 11, created: 10, hidden: 1, quarantined: 0, failed: 0 });
+    expect(await byKey('K0010')).toBeNull();
+
+    // K0004 is flagged at the source (a change like any other): its listing is hidden, its fields are not written.
+    source.put(record(4, 20, { MlgCanView: false, ListPrice: 1 }));
+    const dry = await run(feed.id, '?dryRun=true');
+    expect(dry.ledger).toMatchObject({ hidden: 2, quarantined: 1, updated: 0 });
+    expect((await byKey('K0004'))!.sourceMissing).toBeNull();
+    const hide = await run(feed.id);
+    expect(hide.ledger).toMatchObject({ hidden: 2, quarantined: 1, created: 0, updated: 0 });
+    expect(await byKey('K0004')).toMatchObject({
+      version: 2,
+      pricing: { listPrice: 100_004 },
+      sourceMissing: { feedId: feed.id, runs: 1, runId: hide.id, reason: 'hidden' },
+    });
+    await eventually(async () => expect(await searchable()).toEqual(keys(0, 1, 2, 3, 5, 6, 7, 8, 9)), {
+      timeoutMs: 10_000,
+    });
+    // Seen flagged again: nothing more is written.
+    expect((await run(feed.id)).ledger).toMatchObject({ hidden: 2, quarantined: 0 });
+    expect((await byKey('K0004'))!.version).toBe(2);
+
+    // The key pull still lists K0004 (and K0010): a flagged listing is not shown again by it, nor does it count
+    // towards the breaker (one of ten is over 5%); the next key pull deletes it.
+    const counted = await run(feed.id, '?reconcile=true');
+    expect(counted.state).toBe('succeeded');
+    expect(counted.ledger).toMatchObject({ keys: 11, restored: 0, removed: 0, stopReason: null });
+    expect(await byKey('K0004')).toMatchObject({ sourceMissing: { runs: 2, reason: 'hidden' } });
+    const removed = await run(feed.id, '?reconcile=true');
+    expect(removed.ledger).toMatchObject({ keys: 11, removed: 1 });
+    expect(await byKey('K0004')).toBeNull();
+
+    // A flagged record shown again at the source comes back as a listing of the feed; K0004, seen again flagged in
+    // the overlap window, stays gone.
+    source.put(record(10, 30, { MlgCanView: true }));
+    expect((await run(feed.id)).ledger).toMatchObject({ created: 1, hidden: 1, quarantined: 0 });
+    expect(await byKey('K0010')).toMatchObject({ sourceMissing: null });
+    expect(await byKey('K0004')).toBeNull();
+  });
+
   it('a run asked for as the last one releases the feed is started, not refused (the release lands between our two tries)', async () => {
     source.put(...ten());
     const feed = await createFeed();

@@ -66,8 +66,13 @@ export function toJob(doc: BulkJobDoc): Job {
     startedAt: doc.startedAt ?? null,
     finishedAt: doc.finishedAt ?? null,
     ...(doc.feedId ? { feedId: doc.feedId } : {}),
-    ...(doc.ledger ? { ledger: doc.ledger } : {}),
+    ...(doc.ledger ? { ledger: ledgerOf(doc.ledger) } : {}),
   };
+}
+
+/** A run's ledger with the counts added since it was stored (a run recorded by an earlier version lacks them). */
+export function ledgerOf(stored: FeedLedger): FeedLedger {
+  return { ...stored, hidden: (stored as Partial<FeedLedger>).hidden ?? 0 };
 }
 
 const OPEN_STATES: JobState[] = ['queued', 'running'];

@@ -15,6 +15,7 @@ import { SourceUnreachable } from '../clients/feed-source.client';
 import {
   countRequest,
   DEFAULT_REMOVALS,
+  hiddenBySource,
   ERRORS_KEPT,
   keysUrl,
   laterCursor,
@@ -45,14 +46,14 @@ import type { FeedPhotosDoc, FeedPhotosRepository, SyncedPhoto } from '../reposi
 import { MAX_IMAGE_BYTES } from '@estate/contracts/media';
 import type { FeedsService } from '../feeds.service';
 import type { ListingUpsertService } from '../listing-upsert.service';
-import type { BulkJobDoc, BulkJobRepository } from '../repositories/bulk-job.repository';
+import { ledgerOf, type BulkJobDoc, type BulkJobRepository } from '../repositories/bulk-job.repository';
 import type { FeedDoc, FeedRepository } from '../repositories/feed.repository';
 
 export interface FeedRunWorkerDeps {
   jobs: BulkJobRepository;
   feeds: FeedRepository;
   secrets: Pick<FeedsService, 'secretOf'>;
-  upserts: Pick<ListingUpsertService, 'upsertRecord' | 'preview'>;
+  upserts: Pick<ListingUpsertService, 'upsertRecord' | 'preview' | 'findRecord'>;
   /** Quarantine and removal of listings their feed no longer has. */
   listings: Pick<ListingsService, 'get' | 'writeSourceMissing' | 'remove'>;
   /** The account's listings of one feed source, for the key reconciliation. */
@@ -201,7 +202,7 @@ export class FeedRunWorker {
       return;
     }
     const state: Running = {
-      job: claimed,
+      job: claimed.ledger ? { ...claimed, ledger: ledgerOf(claimed.ledger) } : claimed,
       feed,
       ctx: {
         who: {
@@ -352,14 +353,17 @@ export class FeedRunWorker {
     }
     ledger.keys = keys.size;
 
-    // Which of the feed's listings the pull did not return, and which quarantined ones are back.
+    // Which of the feed's listings the pull did not return, which the source flagged as not for display (their keys
+    // stay in the pull), and which quarantined ones are back. Only the missing ones count towards the breaker.
     let total = 0;
     const missing: string[] = [];
+    const flagged: string[] = [];
     const back: string[] = [];
     for await (const batch of this.deps.feedListings.ofSource(state.ctx.who.accountId, feed.originatingSystemName)) {
       for (const listing of batch) {
         total++;
         if (!listing.externalId || !keys.has(listing.externalId)) missing.push(listing.id);
+        else if (listing.sourceMissing?.reason === 'hidden') flagged.push(listing.id);
         else if (listing.sourceMissing) back.push(listing.id);
       }
     }
@@ -371,7 +375,7 @@ export class FeedRunWorker {
       else if (await this.mark(state, id, () => null)) ledger.restored++;
     }
     if (!tripped)
-      for (const id of missing) {
+      for (const id of [...missing, ...flagged]) {
         this.stillHeld(state);
         const listing = await this.deps.listings.get(state.ctx.who, id).catch(() => null);
         if (!listing) continue;
@@ -395,7 +399,7 @@ export class FeedRunWorker {
         }
         const mark = await this.mark(state, id, (current) =>
           step.action === 'quarantine'
-            ? { feedId: feed.id, since: now, runs: 1, runId: state.job.id }
+            ? { feedId: feed.id, since: now, runs: 1, runId: state.job.id, reason: 'missing' as const }
             : { ...current.sourceMissing!, runs: step.runs, runId: state.job.id },
         );
         if (mark && step.action === 'quarantine') ledger.quarantined++;
@@ -407,6 +411,20 @@ export class FeedRunWorker {
           `more than removals.maxRemovedPercent (${removals.maxRemovedPercent}%): nothing was quarantined or removed`,
         true,
       );
+  }
+
+  /** Quarantines the listing of a record the source flags as not for display; whether it was (or would be). */
+  private async hide(state: Running, key: string, dryRun: boolean): Promise<boolean> {
+    const listing = await this.deps.upserts.findRecord(state.ctx, key, state.feed.originatingSystemName);
+    if (!listing || listing.sourceMissing) return false;
+    if (dryRun) return true;
+    const since = this.deps.clock().toISOString();
+    return this.mark(
+      state,
+      listing.id,
+      (current) =>
+        current.sourceMissing ?? { feedId: state.feed.id, since, runs: 1, runId: state.job.id, reason: 'hidden' },
+    );
   }
 
   /** Sets or clears a listing's quarantine mark, re-read at each attempt; whether it was written. */
@@ -683,6 +701,12 @@ export class FeedRunWorker {
             throw new AppError('validation_failed', 'The record has no ListingKey', {
               errors: [{ path: 'ListingKey', message: 'is required' }],
             });
+          if (hiddenBySource(record)) {
+            // Never created; a listing we have of it is quarantined, as a key missing from the key pull is.
+            ledger.hidden++;
+            if (await this.hide(state, key, ledger.dryRun)) ledger.quarantined++;
+            continue;
+          }
           if (ledger.dryRun) {
             const preview = await this.deps.upserts.preview(state.ctx, item);
             if (preview.action === 'unchanged') ledger.unchanged++;
