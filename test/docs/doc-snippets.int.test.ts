@@ -41,6 +41,8 @@ const SKIPPED_BY_DESIGN: Record<string, string> = {
     'installs and starts database engines and runs every test tier',
   'docs/webhooks.md: npm run cli -- webhooks listen --forward-to http://127.0.0.1:4000/hook':
     'runs until Ctrl-C; apps/cli/test/webhooks-listen.int.test.ts runs it and verifies what it forwards',
+  'README.md: eval "$(scripts/engines/up.sh)"':
+    'installs and starts database engines, then the five processes of the distributed profile; test/system/start-distributed.system.test.ts runs the script',
   'README.md: STRESS_RUNS=3 REQUIRE_ENGINES=1 npm run test:stress -- npx jest test/system/webhooks.system.test.ts':
     'runs a test suite three times under a CPU hog on every core: a stress run of the tests, not a test',
   'README.md: npm run bench              # full run; results in bench/results/latest.{json,md}':
