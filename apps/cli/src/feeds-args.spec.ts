@@ -118,6 +118,7 @@ describe('feeds output', () => {
     keys: null,
     quarantined: 0,
     hidden: 0,
+    entityEvents: null,
     restored: 0,
     removed: 0,
     mediaDownloaded: 0,

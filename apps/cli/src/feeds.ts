@@ -64,7 +64,7 @@ export function runText(j: Job): string[] {
   const lines = [
     `${head}  ${took}${l.dryRun ? '  (dry run: nothing written)' : ''}`,
     `  records     fetched ${n(l.fetched)}, created ${n(l.created)}, updated ${n(l.updated)}, unchanged ${n(l.unchanged)}, failed ${n(l.failed)}`,
-    `  removals    ${l.reconcile ? `keys ${l.keys === null ? 'none (no complete key pull)' : n(l.keys)}, ` : 'no key pull, '}quarantined ${n(l.quarantined)}, hidden by the source ${n(l.hidden)}, restored ${n(l.restored)}, removed ${n(l.removed)}`,
+    `  removals    ${l.reconcile ? `keys ${l.keys === null ? 'none (no complete key pull)' : n(l.keys)}, ` : 'no key pull, '}${l.entityEvents === null ? '' : `entity events ${n(l.entityEvents)}, `}quarantined ${n(l.quarantined)}, hidden by the source ${n(l.hidden)}, restored ${n(l.restored)}, removed ${n(l.removed)}`,
     `  photos      downloaded ${n(l.mediaDownloaded)}, unchanged ${n(l.mediaUnchanged)}, uploaded ${n(l.mediaUploaded)}, removed ${n(l.mediaRemoved)}, failed ${n(l.mediaFailed)}`,
     `  source      requests ${n(l.requests)}, retries ${n(l.retries)}, restarts ${n(l.restarts)}, lag ${l.lagSeconds === null ? '-' : `${Math.round(l.lagSeconds)} s`}`,
     `  cursor      ${cursorText(l.cursorBefore)} -> ${cursorText(l.cursorAfter)}`,

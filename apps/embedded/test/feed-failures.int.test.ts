@@ -212,8 +212,8 @@ describe('feed sync against a failing source (embedded)', () => {
     const until = /until (\S+):/.exec(ended.ledger.stopReason ?? '')?.[1];
     expect(ended.ledger.stopReason).toMatch(/answered 429 and asked to wait 3600 s, until /);
     expect(Date.parse(until!) - Date.now()).toBeGreaterThan(3500_000);
-    // One request was answered 429, none repeated.
-    expect(source.requests.length).toBe(2);
+    // The EntityEvent probe (404 here), one page, then one request answered 429, none repeated.
+    expect(source.requests.length).toBe(3);
     const after = (await call('GET', `/v1/feeds/${feed.id}`)).body as { cursor: Cursor; nextRunAt: string };
     expect(after.cursor).toEqual(cursorOf(records[1]));
     expect(after.nextRunAt).toBe(until);

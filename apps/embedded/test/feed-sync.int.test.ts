@@ -175,6 +175,20 @@ describe('feed sync from a second instance of the product (A serves RESO, B sync
     expect(after.get(changed.id)).toMatchObject({ version: 2, pricing: { listPrice: 299_000 } });
     expect(after.get(added.body.id as string)).toMatchObject({ version: 1, pricing: { listPrice: 510_000 } });
     for (const l of onAListings.filter((l) => l.id !== changed.id)) expect(after.get(l.id)!.version).toBe(1);
+
+    // A deletes a listing. B's next run learns it from A's EntityEvent, without a key pull, and hides it.
+    const deleted = onAListings[4];
+    expect((await onA('DELETE', `/v1/listings/${deleted.id}`)).status).toBe(200);
+    await eventually(async () => {
+      const newest = await onA('GET', '/reso/odata/EntityEvent?$orderby=EntityEventSequence%20desc&$top=1');
+      expect(newest.body.value[0]).toMatchObject({ ResourceName: 'Property', ResourceRecordKey: deleted.id });
+    }, WAIT);
+    const third = await run(feedId);
+    expect(third.state).toBe('succeeded');
+    expect(third.ledger).toMatchObject({ keys: null, quarantined: 1, removed: 0, failed: 0 });
+    expect(third.ledger.entityEvents).toBeGreaterThanOrEqual(1);
+    const shown = await syncedOn('instance-a');
+    expect([...shown.keys()].sort()).toEqual([...after.keys()].filter((k) => k !== deleted.id).sort());
   });
 
   it("syncs with client credentials at A's /reso/token (an integration key of A)", async () => {
@@ -196,9 +210,11 @@ describe('feed sync from a second instance of the product (A serves RESO, B sync
     expect(JSON.stringify(created.body)).not.toContain(key.body.secret);
     const job = await run(created.body.id);
     expect(job.state).toBe('succeeded');
-    expect(job.ledger).toMatchObject({ fetched: 6, created: 6, failed: 0 });
-    // One token request, one page.
-    expect(job.ledger.requests).toBe(2);
-    expect((await syncedOn('instance-a-oauth')).size).toBe(6);
+    // A's listings, less the one deleted above.
+    expect(job.ledger).toMatchObject({ fetched: 5, created: 5, failed: 0 });
+    // One token request, where to start following A's EntityEvent, one page, A's EntityEvent since.
+    expect(job.ledger.requests).toBe(4);
+    expect(job.ledger.entityEvents).toBe(0);
+    expect((await syncedOn('instance-a-oauth')).size).toBe(5);
   });
 });

@@ -1030,6 +1030,8 @@ export interface components {
             quarantined: number;
             /** @description Records the source flags as not for display (`MlgCanView` false): never created, and a listing we have of them quarantined */
             hidden: number;
+            /** @description Records read from the source's EntityEvent (RCP-027) after the walk: a listing whose record it names and the source no longer has is quarantined. Null: the source has no EntityEvent, or the run did not read it */
+            entityEvents: number | null;
             /** @description Quarantined listings back in the feed: shown again */
             restored: number;
             /** @description Listings deleted after missing for `removals.quarantineRuns` key pulls */

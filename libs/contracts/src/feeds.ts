@@ -233,6 +233,13 @@ export const feedLedger = z
       .describe(
         'Records the source flags as not for display (`MlgCanView` false): never created, and a listing we have of them quarantined',
       ),
+    entityEvents: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "Records read from the source's EntityEvent (RCP-027) after the walk: a listing whose record it names and the source no longer has is quarantined. Null: the source has no EntityEvent, or the run did not read it",
+      ),
     restored: z.number().int().describe('Quarantined listings back in the feed: shown again'),
     removed: z.number().int().describe('Listings deleted after missing for `removals.quarantineRuns` key pulls'),
     mediaDownloaded: z.number().int().describe('Photos downloaded (new, or changed at the source)'),

@@ -69,6 +69,13 @@ export class ResoTestSource {
   readonly tokens: string[] = [];
   /** Property pages answered (the key pull's and single records' included). */
   pages = 0;
+  /**
+   * Serve EntityEvent (RESO RCP-027): each `put` and `remove` is an event of its record. Off (the default), EntityEvent
+   * answers 404, as it does on most sources.
+   */
+  entityEvents = false;
+  /** The EntityEvent log, oldest first. */
+  readonly events: Array<{ EntityEventSequence: number; ResourceName: string; ResourceRecordKey: string }> = [];
   private readonly tokenUsed = new Map<string, number>();
   private nextLinksUsed = 0;
   private server?: Server;
@@ -106,6 +113,7 @@ export class ResoTestSource {
         this.faults.unavailable--;
         return send(503, { error: { code: '503', message: 'away' } }, retryAfter);
       }
+      if (url.pathname.endsWith('/EntityEvent') && this.entityEvents) return this.eventPage(url, req, send);
       if (!url.pathname.endsWith('/Property')) return send(404, { error: { code: '404', message: 'no resource' } });
       this.pages++;
       const commits = this.faults.commitsAfter;
@@ -203,7 +211,41 @@ export class ResoTestSource {
   }
 
   put(...records: SourceRecord[]): void {
-    for (const r of records) this.records.set(r.ListingKey, r);
+    for (const r of records) {
+      this.records.set(r.ListingKey, r);
+      this.event(r.ListingKey);
+    }
+  }
+
+  /** Deletes records at the source (an EntityEvent each, as a deletion is). */
+  remove(...keys: string[]): void {
+    for (const key of keys) {
+      this.records.delete(key);
+      this.event(key);
+    }
+  }
+
+  private event(key: string): void {
+    this.events.push({ EntityEventSequence: this.events.length + 1, ResourceName: 'Property', ResourceRecordKey: key });
+  }
+
+  /** `$filter=EntityEventSequence gt N` oldest first, or `$orderby=EntityEventSequence desc` newest first; `$top`. */
+  private eventPage(url: URL, req: IncomingMessage, send: (status: number, body: unknown) => void): void {
+    const gt = Number(/EntityEventSequence gt (\d+)/.exec(url.searchParams.get('$filter') ?? '')?.[1] ?? 0);
+    const desc = /desc/.test(url.searchParams.get('$orderby') ?? '');
+    const from = Number(url.searchParams.get('$skip') ?? 0);
+    const top = Number(url.searchParams.get('$top') ?? Infinity);
+    const size = Math.min(top, Number(/odata\.maxpagesize=(\d+)/.exec(String(req.headers.prefer ?? ''))?.[1] ?? 100));
+    const all = this.events.filter((e) => e.EntityEventSequence > gt);
+    const ordered = desc ? [...all].reverse() : all;
+    const wanted = ordered.slice(0, top);
+    const next = new URL(url.toString());
+    next.searchParams.set('$skip', String(from + size));
+    send(200, {
+      '@odata.context': `${this.url}/$metadata#EntityEvent`,
+      value: wanted.slice(from, from + size),
+      ...(wanted.length > from + size ? { '@odata.nextLink': `${this.url}/EntityEvent${next.search}` } : {}),
+    });
   }
 
   async close(): Promise<void> {
@@ -214,6 +256,10 @@ export class ResoTestSource {
     const time = (s: string) => Date.parse(s);
     const ge = /ModificationTimestamp ge (\S+)/.exec(filter);
     const one = /^ListingKey eq '((?:[^']|'')*)'$/.exec(filter);
+    const among = /ListingKey in \(([^)]*)\)/.exec(filter);
+    const listed = among
+      ? new Set([...among[1].matchAll(/'((?:[^']|'')*)'/g)].map((m) => m[1].replace(/''/g, "'")))
+      : undefined;
     const keyset =
       /\(ModificationTimestamp gt (\S+) or \(ModificationTimestamp eq \S+ and ListingKey gt '((?:[^']|'')*)'\)\)/.exec(
         filter,
@@ -222,6 +268,7 @@ export class ResoTestSource {
       time(r.ModificationTimestamp) > time(t) || (time(r.ModificationTimestamp) === time(t) && r.ListingKey > k);
     return [...this.records.values()]
       .filter((r) => !one || r.ListingKey === one[1].replace(/''/g, "'"))
+      .filter((r) => !listed || listed.has(r.ListingKey))
       .filter((r) => !ge || time(r.ModificationTimestamp) >= time(ge[1]))
       .filter((r) => !keyset || beyond(r, keyset[1], keyset[2].replace(/''/g, "'")))
       .filter((r) => !after || beyond(r, after[0], after[1]))

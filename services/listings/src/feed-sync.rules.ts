@@ -70,6 +70,40 @@ export function keysUrl(serviceRoot: string, resource: string, extraFilter?: str
   return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
 }
 
+/** EntityEvent records one run reads at most; the rest wait for the next run. */
+export const EVENTS_PER_RUN = 10_000;
+/** Keys asked about in one presence check (`ListingKey in (...)`): a URL of a few kilobytes. */
+export const KEYS_PER_CHECK = 50;
+/** A source that answered that it has no EntityEvent is asked again this long after. */
+export const EVENTS_PROBE_INTERVAL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The source's EntityEvent (RESO RCP-027), the log of which records changed, deletions included: the newest event
+ * alone (`after` undefined: where a feed starts following it), or the events after `after`, oldest first.
+ */
+export function entityEventsUrl(serviceRoot: string, after: number | undefined): string {
+  const params =
+    after === undefined
+      ? new URLSearchParams({ $orderby: 'EntityEventSequence desc', $top: '1', $select: 'EntityEventSequence' })
+      : new URLSearchParams({
+          $filter: `EntityEventSequence gt ${after}`,
+          $orderby: 'EntityEventSequence',
+          $select: 'EntityEventSequence,ResourceName,ResourceRecordKey',
+        });
+  return `${serviceRoot.replace(/\/+$/, '')}/EntityEvent?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+/** Which of these keys the feed still selects: `ListingKey in (...)` joined with the feed's filter, keys only. */
+export function presentKeysUrl(serviceRoot: string, resource: string, keys: readonly string[], extraFilter?: string) {
+  const byKey = `ListingKey in (${keys.map(quoted).join(',')})`;
+  const params = new URLSearchParams({
+    $filter: extraFilter ? `${byKey} and (${extraFilter})` : byKey,
+    $select: 'ListingKey',
+    $top: String(keys.length),
+  });
+  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+}
+
 /** What a complete key pull found about one listing of the feed. */
 export type Missing = { runs: number; runId: string } | undefined;
 

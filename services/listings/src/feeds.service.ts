@@ -71,6 +71,7 @@ export function openLedger(feed: FeedDoc, dryRun: boolean, reconcile = false): F
     keys: null,
     quarantined: 0,
     hidden: 0,
+    entityEvents: null,
     restored: 0,
     removed: 0,
     mediaDownloaded: 0,
@@ -170,7 +171,10 @@ export class FeedsService {
         const moved =
           (patch.serviceRoot !== undefined && patch.serviceRoot !== doc.serviceRoot) ||
           (patch.filter !== undefined && (patch.filter ?? undefined) !== doc.filter);
-        if (moved) update.$unset.cursor = true;
+        if (moved) {
+          update.$unset.cursor = true;
+          update.$unset.entityEvents = true;
+        }
         return this.deps.feeds.updateAt(who.accountId, id, doc.version, update);
       },
     });

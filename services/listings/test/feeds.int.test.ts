@@ -326,6 +326,45 @@ function feedSuite(openStore: OpenStore) {
     expect(await byKey('K0004')).toBeNull();
   });
 
+  it("removals: the source's EntityEvent names a deleted record: the next run quarantines its listing without a key pull; a source without EntityEvent is asked once a day", async () => {
+    source.entityEvents = true;
+    source.put(...ten());
+    const feed = await createFeed({ removals: { quarantineRuns: 2, maxRemovedPercent: 25 } });
+    const first = await run(feed.id);
+    // Following starts at the newest event, asked before the first walk: what came before is in the walk.
+    expect(source.requests[0]).toMatch(/^\/odata\/EntityEvent\?.*desc/);
+    expect(first.ledger).toMatchObject({ created: 10, entityEvents: 0, quarantined: 0 });
+
+    // At the source: K0003 is deleted, K0005 changes, a record we never had comes and goes.
+    source.remove('K0003');
+    source.put(record(5, 50, { ListPrice: 555_555 }));
+    source.put(record(42, 51));
+    source.remove('K0042');
+    const second = await run(feed.id);
+    expect(second.state).toBe('succeeded');
+    expect(second.ledger).toMatchObject({ entityEvents: 4, quarantined: 1, updated: 1, created: 0, keys: null });
+    expect(await byKey('K0003')).toMatchObject({
+      sourceMissing: { feedId: feed.id, runs: 1, runId: second.id, reason: 'missing' },
+    });
+    expect(await byKey('K0042')).toBeNull();
+    await eventually(async () => expect(await searchable()).toEqual(keys(0, 1, 2, 4, 5, 6, 7, 8, 9)), {
+      timeoutMs: 10_000,
+    });
+    // The events read are not read again; the next key pull deletes the listing.
+    expect((await run(feed.id)).ledger).toMatchObject({ entityEvents: 0, quarantined: 0 });
+    const pulled = await run(feed.id, '?reconcile=true');
+    expect(pulled.ledger).toMatchObject({ keys: 9, removed: 1, quarantined: 0 });
+    expect(await byKey('K0003')).toBeNull();
+
+    // A source without EntityEvent: asked once (404), then not again within the day.
+    source.entityEvents = false;
+    const plain = await createFeed({ name: 'Plain', originatingSystemName: 'plain-mls' });
+    source.requests.length = 0;
+    expect((await run(plain.id)).ledger).toMatchObject({ created: 9, entityEvents: null });
+    expect((await run(plain.id)).ledger).toMatchObject({ entityEvents: null });
+    expect(source.requests.filter((r) => r.startsWith('/odata/EntityEvent'))).toHaveLength(1);
+  });
+
   it('a run asked for as the last one releases the feed is started, not refused (the release lands between our two tries)', async () => {
     source.put(...ten());
     const feed = await createFeed();
@@ -490,11 +529,13 @@ function feedSuite(openStore: OpenStore) {
 
   it('never exceeds the request budget: per hour, across runs, and per second', async () => {
     source.put(...[...Array(10).keys()].map((n) => record(n, n)));
-    // Pages of three: the whole feed takes four requests; the budget allows three an hour.
+    // A first run asks whether the source has EntityEvent (this one answers 404), then walks pages of three: the whole
+    // feed takes five requests; the budget allows three an hour.
     const feed = await createFeed({ budget: { requestsPerSecond: 100, requestsPerHour: 3 } });
     const first = await run(feed.id);
     expect(source.requests).toHaveLength(3);
-    expect(first.ledger).toMatchObject({ requests: 3, fetched: 9, created: 9 });
+    expect(source.requests[0]).toMatch(/^\/odata\/EntityEvent\?/);
+    expect(first.ledger).toMatchObject({ requests: 3, fetched: 6, created: 6, entityEvents: null });
     expect(first.ledger!.stopReason).toMatch(/budget/);
     // The hour is spent: the next run asks nothing and moves nothing.
     const second = await run(feed.id);
@@ -502,13 +543,14 @@ function feedSuite(openStore: OpenStore) {
     expect(second.ledger).toMatchObject({ requests: 0, fetched: 0, cursorAfter: first.ledger!.cursorAfter });
     expect(second.ledger!.stopReason).toMatch(/budget/);
 
-    // Per second: a fresh feed at 10 requests a second walks four pages never two requests less than 100 ms apart at the source.
+    // Per second: a fresh feed at 10 requests a second asks about EntityEvent and walks four pages, never two requests
+    // less than 100 ms apart at the source.
     source.requests.length = 0;
     source.times.length = 0;
     const paced = await createFeed({ name: 'Paced', budget: { requestsPerSecond: 10 } });
     const walked = await run(paced.id);
-    expect(walked.ledger).toMatchObject({ requests: 4, fetched: 10 });
-    expect(source.times).toHaveLength(4);
+    expect(walked.ledger).toMatchObject({ requests: 5, fetched: 10 });
+    expect(source.times).toHaveLength(5);
     const gaps = source.times.slice(1).map((t, i) => t - source.times[i]);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(100);
   });

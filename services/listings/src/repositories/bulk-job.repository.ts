@@ -72,7 +72,8 @@ export function toJob(doc: BulkJobDoc): Job {
 
 /** A run's ledger with the counts added since it was stored (a run recorded by an earlier version lacks them). */
 export function ledgerOf(stored: FeedLedger): FeedLedger {
-  return { ...stored, hidden: (stored as Partial<FeedLedger>).hidden ?? 0 };
+  const added = stored as Partial<FeedLedger>;
+  return { ...stored, hidden: added.hidden ?? 0, entityEvents: added.entityEvents ?? null };
 }
 
 const OPEN_STATES: JobState[] = ['queued', 'running'];

@@ -31,6 +31,11 @@ export interface FeedDoc {
   reconciledAt?: string;
   /** Where the next run starts (committed with each page a run applies). */
   cursor?: FeedCursor;
+  /**
+   * Following the source's EntityEvent: the last `EntityEventSequence` taken into account, or when the source last
+   * answered that it has none (asked again a day later). Neither: not asked yet.
+   */
+  entityEvents?: { sequence: number } | { absentAt: string };
   lastRunId?: string;
   /** The run in progress: one at a time per feed. */
   activeRunId?: string;
@@ -124,7 +129,12 @@ export class FeedRepository {
   async commit(
     id: string,
     runId: string,
-    change: { cursor?: FeedCursor; usage?: Array<{ minute: number; count: number }>; reconciledAt?: string },
+    change: {
+      cursor?: FeedCursor;
+      usage?: Array<{ minute: number; count: number }>;
+      reconciledAt?: string;
+      entityEvents?: FeedDoc['entityEvents'];
+    },
   ): Promise<boolean> {
     const saved = await this.collection.updateOne(
       { id, activeRunId: runId },
@@ -133,6 +143,7 @@ export class FeedRepository {
           ...(change.usage ? { usage: change.usage } : {}),
           ...(change.cursor ? { cursor: change.cursor } : {}),
           ...(change.reconciledAt ? { reconciledAt: change.reconciledAt } : {}),
+          ...(change.entityEvents ? { entityEvents: change.entityEvents } : {}),
         },
       },
     );

@@ -15,7 +15,12 @@ import { SourceUnreachable } from '../clients/feed-source.client';
 import {
   countRequest,
   DEFAULT_REMOVALS,
+  entityEventsUrl,
+  EVENTS_PER_RUN,
+  EVENTS_PROBE_INTERVAL_MS,
   hiddenBySource,
+  KEYS_PER_CHECK,
+  presentKeysUrl,
   ERRORS_KEPT,
   keysUrl,
   laterCursor,
@@ -231,7 +236,9 @@ export class FeedRunWorker {
       'feed run started',
     );
     try {
+      await this.startFollowingEvents(state);
       await this.walk(state);
+      await this.followEvents(state);
       if (state.job.ledger!.reconcile) await this.reconcile(state);
       await this.end(state.job, { stopReason: null, sourceFailed: false }, started, log, state.usage);
     } catch (err) {
@@ -413,6 +420,131 @@ export class FeedRunWorker {
       );
   }
 
+  /** What a run does with the source's EntityEvent: find where to start following it, follow it, or nothing. */
+  private eventsStep(state: Running): 'start' | 'follow' | 'none' {
+    if (state.job.ledger!.dryRun) return 'none';
+    const events = state.feed.entityEvents;
+    if (!events) return 'start';
+    if ('sequence' in events) return 'follow';
+    return Date.parse(events.absentAt) + EVENTS_PROBE_INTERVAL_MS <= this.deps.clock().getTime() ? 'start' : 'none';
+  }
+
+  private async commitEvents(state: Running, events: NonNullable<FeedDoc['entityEvents']>): Promise<void> {
+    if (!(await this.deps.feeds.commit(state.feed.id, state.job.id, { entityEvents: events, usage: state.usage })))
+      throw new RunStopped('the feed was deleted', true);
+    state.feed = { ...state.feed, entityEvents: events };
+  }
+
+  /**
+   * Before a feed's first walk: the source's newest EntityEvent, where following it starts (what happened before is
+   * in the walk). A source without EntityEvent is remembered as such, and asked again a day later.
+   */
+  private async startFollowingEvents(state: Running): Promise<void> {
+    if (this.eventsStep(state) !== 'start') return;
+    const url = entityEventsUrl(state.feed.serviceRoot, undefined);
+    const answer = await this.fetchPage(state, url, false, true);
+    if (answer.status !== 200) {
+      await this.commitEvents(state, { absentAt: this.deps.clock().toISOString() });
+      return;
+    }
+    const page = readPage(answer, new URL(url).pathname);
+    if ('problem' in page) throw new RunStopped(page.problem, true);
+    const newest = (page.value[0] as { EntityEventSequence?: unknown } | undefined)?.EntityEventSequence;
+    await this.commitEvents(state, { sequence: typeof newest === 'number' ? newest : 0 });
+  }
+
+  /**
+   * After the walk: the source's EntityEvent records since the last one taken into account (RESO RCP-027). A record
+   * they name that the source no longer has (or that the feed's filter no longer selects), of a listing we have, is
+   * deleted at the source: the listing is quarantined as one missing from a key pull is, and deleted by later key
+   * pulls under the circuit breaker. Records that changed were taken by the walk.
+   */
+  private async followEvents(state: Running): Promise<void> {
+    if (this.eventsStep(state) !== 'follow') return;
+    const { feed } = state;
+    const ledger = state.job.ledger!;
+    let after = (feed.entityEvents as { sequence: number }).sequence;
+    const keys = new Set<string>();
+    let read = 0;
+    let url = entityEventsUrl(feed.serviceRoot, after);
+    let following = false;
+    while (read < EVENTS_PER_RUN) {
+      this.stillHeld(state);
+      let answer: SourceAnswer;
+      try {
+        answer = await this.fetchPage(state, url, following, true);
+      } catch (err) {
+        if (!(err instanceof WalkBroken)) throw err;
+        // An expired nextLink: ask again after the last event read.
+        ledger.restarts++;
+        url = entityEventsUrl(feed.serviceRoot, after);
+        following = false;
+        continue;
+      }
+      if (answer.status !== 200) {
+        // The source no longer has EntityEvent: ask again a day later.
+        await this.commitEvents(state, { absentAt: this.deps.clock().toISOString() });
+        return;
+      }
+      const page = readPage(answer, new URL(url).pathname);
+      if ('problem' in page) throw new RunStopped(page.problem, true);
+      for (const event of page.value as Array<Record<string, unknown>>) {
+        const sequence = event?.EntityEventSequence;
+        if (typeof sequence !== 'number' || sequence <= after) continue;
+        read++;
+        after = sequence;
+        if (event.ResourceName === feed.resource && typeof event.ResourceRecordKey === 'string')
+          keys.add(event.ResourceRecordKey);
+      }
+      const next = page.nextLink;
+      if (typeof next !== 'string' || page.value.length === 0) break;
+      url = new URL(next, url).toString();
+      following = true;
+    }
+    ledger.entityEvents = read;
+
+    // Of the listings we have of those keys (and show), the ones the source no longer selects.
+    const shown: Array<{ key: string; id: string }> = [];
+    for (const key of keys) {
+      const listing = await this.deps.upserts.findRecord(state.ctx, key, feed.originatingSystemName);
+      if (listing && !listing.sourceMissing) shown.push({ key, id: listing.id });
+    }
+    const per = Math.min(KEYS_PER_CHECK, feed.pageSize);
+    const gone: string[] = [];
+    for (let from = 0; from < shown.length; from += per) {
+      const batch = shown.slice(from, from + per);
+      const present = new Set<string>();
+      let check = presentKeysUrl(
+        feed.serviceRoot,
+        feed.resource,
+        batch.map((b) => b.key),
+        feed.filter,
+      );
+      for (let more = true; more;) {
+        this.stillHeld(state);
+        const page = readPage(await this.fetchPage(state, check, false), new URL(check).pathname);
+        if ('problem' in page) throw new RunStopped(page.problem, true);
+        for (const r of page.value as Array<{ ListingKey?: unknown }>)
+          if (r && typeof r.ListingKey === 'string') present.add(r.ListingKey);
+        more = typeof page.nextLink === 'string' && page.value.length > 0;
+        if (more) check = new URL(page.nextLink as string, check).toString();
+      }
+      for (const b of batch) if (!present.has(b.key)) gone.push(b.id);
+    }
+    const since = this.deps.clock().toISOString();
+    for (const id of gone) {
+      this.stillHeld(state);
+      const quarantined = await this.mark(
+        state,
+        id,
+        (current) =>
+          current.sourceMissing ?? { feedId: feed.id, since, runs: 1, runId: state.job.id, reason: 'missing' },
+      );
+      if (quarantined) ledger.quarantined++;
+    }
+    await this.commitEvents(state, { sequence: after });
+  }
+
   /** Quarantines the listing of a record the source flags as not for display; whether it was (or would be). */
   private async hide(state: Running, key: string, dryRun: boolean): Promise<boolean> {
     const listing = await this.deps.upserts.findRecord(state.ctx, key, state.feed.originatingSystemName);
@@ -568,7 +700,13 @@ export class FeedRunWorker {
    * up to at most MAX_RETRY_AFTER_MS: a longer wait ends the run (its reason says until when), it does not hold a
    * worker.
    */
-  private async fetchPage(state: Running, url: string, following: boolean): Promise<SourceAnswer> {
+  private async fetchPage(
+    state: Running,
+    url: string,
+    following: boolean,
+    /** A resource the source may not have: its 404 (or 400) is answered, not a stopped run. */
+    optional = false,
+  ): Promise<SourceAnswer> {
     let renewed = false;
     let waited = 0;
     for (let attempt = 0; ; attempt++) {
@@ -602,6 +740,7 @@ export class FeedRunWorker {
         }
         throw new RunStopped(sourceRefusal(state.feed.auth.type, answer.status, new URL(url).pathname), true);
       }
+      if (optional && !following && (answer.status === 404 || answer.status === 400)) return answer;
       // An expired or refused nextLink: start again from the position reached (a first page is not retried so).
       if (following && answer.status >= 400 && answer.status < 500) throw new WalkBroken();
       throw new RunStopped(`the source answered ${answer.status} to ${new URL(url).pathname}`, true);

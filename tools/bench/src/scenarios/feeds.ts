@@ -112,7 +112,7 @@ async function runToEnd(api: Api, server: ServerHandle, feedId: string) {
 }
 
 const ledgerNote = (l: FeedLedger) =>
-  `fetched ${l.fetched}, created ${l.created}, updated ${l.updated}, unchanged ${l.unchanged}, failed ${l.failed}, requests ${l.requests}, run ${round((l.durationMs ?? 0) / 1000)} s`;
+  `fetched ${l.fetched}, created ${l.created}, updated ${l.updated}, unchanged ${l.unchanged}, failed ${l.failed}, entity events ${l.entityEvents ?? 'none'}, requests ${l.requests}, run ${round((l.durationMs ?? 0) / 1000)} s`;
 
 /** Changes the price of `count` of the source's generated listings (ids `lst_bench…`), through 100-item bulk jobs. */
 async function changeAtSource(api: Api, total: number, count: number): Promise<void> {
