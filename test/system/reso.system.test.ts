@@ -9,6 +9,7 @@ import {
   COMMANDER_PARAMETERS,
   describeWithEngines,
   eventually,
+  listingBody,
   seedCoreListings,
 } from '@estate/testing';
 import { apiClient, startCluster, type Api, type Cluster } from './harness';
@@ -188,6 +189,37 @@ describeWithEngines(
         },
         { timeoutMs: 60_000, intervalMs: 100 },
       );
+
+      // A listing made, synced, then deleted on the first account: the next run learns of the deletion from its
+      // EntityEvent (the webhooks service's, through the gateway) and hides it, without a key pull.
+      const extra = await api('POST', '/v1/listings', listingBody());
+      expect(extra.status).toBe(201);
+      const served = async (gone: boolean) =>
+        eventually(
+          async () => {
+            const found = await api('GET', `/reso/odata/Property?$filter=ListingKey eq '${extra.body.id}'`);
+            expect(found.body.value).toHaveLength(gone ? 0 : 1);
+          },
+          { timeoutMs: 60_000, intervalMs: 100 },
+        );
+      await served(false);
+      expect((await run()).ledger).toMatchObject({ created: 1 });
+      expect((await api('DELETE', `/v1/listings/${extra.body.id}`)).status).toBe(200);
+      await served(true);
+      await eventually(
+        async () => {
+          const newest = await api('GET', '/reso/odata/EntityEvent?$orderby=EntityEventSequence desc&$top=1');
+          expect(newest.body.value[0]).toMatchObject({ ResourceName: 'Property', ResourceRecordKey: extra.body.id });
+        },
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      const third = await run();
+      expect(third.state).toBe('succeeded');
+      expect(third.ledger).toMatchObject({ keys: null, quarantined: 1, removed: 0 });
+      await eventually(async () => expect((await mirrored()).has(extra.body.id)).toBe(false), {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
     });
 
     it(

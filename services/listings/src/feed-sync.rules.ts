@@ -70,7 +70,7 @@ export function keysUrl(serviceRoot: string, resource: string, extraFilter?: str
   return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
 }
 
-/** EntityEvent records one run reads at most; the rest wait for the next run. */
+/** Records one run takes from EntityEvent at most (distinct keys); the rest wait for the next run. */
 export const EVENTS_PER_RUN = 10_000;
 /** Keys asked about in one presence check (`ListingKey in (...)`): a URL of a few kilobytes. */
 export const KEYS_PER_CHECK = 50;

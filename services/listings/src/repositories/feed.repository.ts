@@ -32,10 +32,11 @@ export interface FeedDoc {
   /** Where the next run starts (committed with each page a run applies). */
   cursor?: FeedCursor;
   /**
-   * Following the source's EntityEvent: the last `EntityEventSequence` taken into account, or when the source last
-   * answered that it has none (asked again a day later). Neither: not asked yet.
+   * Following the source's EntityEvent: the last `EntityEventSequence` taken into account and where the run before
+   * started (`previous`: each run reads the events of the run before again, for sources whose reads lag their event
+   * log), or when the source last answered that it has none (asked again a day later). Neither: not asked yet.
    */
-  entityEvents?: { sequence: number } | { absentAt: string };
+  entityEvents?: { sequence: number; previous?: number } | { absentAt: string };
   lastRunId?: string;
   /** The run in progress: one at a time per feed. */
   activeRunId?: string;

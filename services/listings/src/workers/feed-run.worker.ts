@@ -463,12 +463,15 @@ export class FeedRunWorker {
     if (this.eventsStep(state) !== 'follow') return;
     const { feed } = state;
     const ledger = state.job.ledger!;
-    let after = (feed.entityEvents as { sequence: number }).sequence;
+    // The events of the run before are read again: a record deleted just before it may still have been found by its
+    // presence check where the source's reads lag its event log.
+    const followed = feed.entityEvents as { sequence: number; previous?: number };
+    let after = followed.previous ?? followed.sequence;
     const keys = new Set<string>();
     let read = 0;
     let url = entityEventsUrl(feed.serviceRoot, after);
     let following = false;
-    while (read < EVENTS_PER_RUN) {
+    while (keys.size < EVENTS_PER_RUN) {
       this.stillHeld(state);
       let answer: SourceAnswer;
       try {
@@ -491,7 +494,7 @@ export class FeedRunWorker {
       for (const event of page.value as Array<Record<string, unknown>>) {
         const sequence = event?.EntityEventSequence;
         if (typeof sequence !== 'number' || sequence <= after) continue;
-        read++;
+        if (sequence > followed.sequence) read++;
         after = sequence;
         if (event.ResourceName === feed.resource && typeof event.ResourceRecordKey === 'string')
           keys.add(event.ResourceRecordKey);
@@ -542,7 +545,7 @@ export class FeedRunWorker {
       );
       if (quarantined) ledger.quarantined++;
     }
-    await this.commitEvents(state, { sequence: after });
+    await this.commitEvents(state, { sequence: Math.max(after, followed.sequence), previous: followed.sequence });
   }
 
   /** Quarantines the listing of a record the source flags as not for display; whether it was (or would be). */
