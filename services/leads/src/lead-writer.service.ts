@@ -23,7 +23,7 @@ import {
 import type { ActivityRepository } from './repositories/activity.repository';
 import type { AgentRepository } from './repositories/agent.repository';
 import type { LeadRecord, LeadRepository, StoredLead } from './repositories/lead.repository';
-import type { ListingSummaryRepository } from './repositories/listing-summary.repository';
+import type { KnownListings, ListingSummaryRepository } from './repositories/listing-summary.repository';
 import type { ScoringConfigRepository } from './repositories/scoring-config.repository';
 import { defaultScoringConfig, scoreLead } from './scoring.rules';
 
@@ -73,12 +73,20 @@ type Scored = Pick<
 export class LeadWriter {
   constructor(private readonly deps: LeadWriterDeps) {}
 
-  /** Inserts a new lead with its first activities; throws DuplicateKeyError when its email or phone is taken. */
-  async create(origin: ChangeOrigin, draft: LeadDraft, activities: NewActivity[]): Promise<LeadRecord> {
+  /**
+   * Inserts a new lead with its first activities; throws DuplicateKeyError when its email or phone is taken. `known`:
+   * listing summaries the caller has just read (scored from them without a read).
+   */
+  async create(
+    origin: ChangeOrigin,
+    draft: LeadDraft,
+    activities: NewActivity[],
+    known?: KnownListings,
+  ): Promise<LeadRecord> {
     const stamp = this.stamp(origin, newId('lead'));
     const recorded = activities.map((a) => activityOf(stamp, a));
     const unscored = newLead(stamp, draft, recorded);
-    const breakdown = await this.scoreOf(unscored);
+    const breakdown = await this.scoreOf(unscored, known);
     const lead: LeadRecord = {
       ...unscored,
       score: breakdown.engineScore,
@@ -103,7 +111,7 @@ export class LeadWriter {
     origin: ChangeOrigin,
     leadId: string,
     decide: (lead: LeadRecord) => Change | null | Promise<Change | null>,
-    options: { ifMatch?: number; read?: StoredLead } = {},
+    options: { ifMatch?: number; read?: StoredLead; known?: KnownListings } = {},
   ): Promise<Changed> {
     return updateVersioned<StoredLead, Changed>({
       what: 'lead',
@@ -118,17 +126,24 @@ export class LeadWriter {
       },
       write: async (stored) => {
         const change = await decide(stored.lead);
-        return change ? this.tryWrite(origin, stored, change) : { lead: stored.lead, written: false, activities: [] };
+        return change
+          ? this.tryWrite(origin, stored, change, options.known)
+          : { lead: stored.lead, written: false, activities: [] };
       },
     });
   }
 
   /** The write of one attempt: null when another writer changed the lead since it was read. */
-  private async tryWrite(origin: ChangeOrigin, stored: StoredLead, change: Change): Promise<Changed | null> {
+  private async tryWrite(
+    origin: ChangeOrigin,
+    stored: StoredLead,
+    change: Change,
+    known?: KnownListings,
+  ): Promise<Changed | null> {
     const current = stored.lead;
     const stamp = this.stamp(origin, current.id);
     const applied = applyChange(current, change, stamp);
-    const outcome = settleChange(current, applied, await this.scoreOf(applied.next), stamp);
+    const outcome = settleChange(current, applied, await this.scoreOf(applied.next, known), stamp);
     if (!outcome) return { lead: current, written: false, activities: [] };
 
     const slots = await this.slotsFor(origin, slotPlan(current, outcome.next, change.slot));
@@ -185,13 +200,14 @@ export class LeadWriter {
     }
   }
 
-  /** The engine's breakdown for the lead as it now is. */
-  async scoreOf(lead: Scored): Promise<ScoreBreakdown> {
+  /** The engine's breakdown for the lead as it now is (listings in `known` are not read again). */
+  async scoreOf(lead: Scored, known?: KnownListings): Promise<ScoreBreakdown> {
     const [config, listings] = await Promise.all([
       this.deps.configs.get(lead.accountId),
       this.deps.listings.resolve(
         lead.accountId,
         lead.propertyInterests.map((i) => i.listingId),
+        known,
       ),
     ]);
     return scoreLead(

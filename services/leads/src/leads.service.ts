@@ -24,7 +24,7 @@ import { canTransition, isOpen, nextStatuses } from './pipeline.rules';
 import type { AgentRepository } from './repositories/agent.repository';
 import type { LeadRecord, LeadRepository } from './repositories/lead.repository';
 import type { ListingSummariesService } from './listing-summaries.service';
-import type { ListingSummaryRepository } from './repositories/listing-summary.repository';
+import type { KnownListings, ListingSummaryRepository } from './repositories/listing-summary.repository';
 import type { RoutingService } from './routing.service';
 
 export interface LeadsDeps {
@@ -119,7 +119,8 @@ export class LeadsService {
       listingId: interests[0]?.listingId,
     });
     const origin = originOf(ctx);
-    await this.deps.listingSummaries.learn(
+    // Read once here: the score and the answer below use what this read (a duplicate's older interests are read then).
+    const known = await this.deps.listingSummaries.learn(
       ctx,
       interests.map((i) => i.listingId),
     );
@@ -134,6 +135,7 @@ export class LeadsService {
             origin,
             { name: input.name, email, phone, source, tags, propertyInterests: interests },
             [inquiry(false)],
+            known,
           );
         } catch (err) {
           // The same person captured at the same moment by another request: theirs won, ours becomes the duplicate.
@@ -142,7 +144,7 @@ export class LeadsService {
         continue;
       }
       duplicate = true;
-      lead = await this.mergeCapture(origin, existing.lead.id, { email, phone, tags, interests }, inquiry(true));
+      lead = await this.mergeCapture(origin, existing.lead.id, { email, phone, tags, interests }, inquiry(true), known);
     }
     if (!lead) throw new AppError('conflict', 'The lead is being captured by another request at this moment; retry');
 
@@ -153,6 +155,7 @@ export class LeadsService {
       await this.deps.listings.resolve(
         lead.accountId,
         lead.propertyInterests.map((i) => i.listingId),
+        known,
       ),
     );
     return { lead: { ...view, duplicate, ...(routing ? { routing } : {}) }, duplicate };
@@ -164,6 +167,7 @@ export class LeadsService {
     leadId: string,
     add: { email?: string; phone?: string; tags: string[]; interests: LeadRecord['propertyInterests'] },
     inquiry: NewActivity,
+    known: KnownListings,
   ): Promise<LeadRecord> {
     const merge =
       (fillContact: boolean) =>
@@ -177,11 +181,11 @@ export class LeadsService {
         activities: [inquiry],
       });
     try {
-      return (await this.deps.writer.change(origin, leadId, merge(true))).lead;
+      return (await this.deps.writer.change(origin, leadId, merge(true), { known })).lead;
     } catch (err) {
       // The other channel belongs to another lead of the account: keep the leads apart.
       if (!(err instanceof DuplicateKeyError)) throw err;
-      return (await this.deps.writer.change(origin, leadId, merge(false))).lead;
+      return (await this.deps.writer.change(origin, leadId, merge(false), { known })).lead;
     }
   }
 

@@ -21,6 +21,19 @@ interface SummaryDoc {
 
 export const LISTING_SUMMARIES_COLLECTION = 'listing_summaries';
 
+/** Listings one request has read already: every id asked about, and the summaries of those that exist. */
+export interface KnownListings {
+  ids: ReadonlySet<string>;
+  summaries: ReadonlyMap<string, LeadListingSummary>;
+}
+
+/** A stored summary as callers see it (its photo from the media events once one came), or none. */
+function resolved(doc: SummaryDoc): LeadListingSummary | undefined {
+  if (doc.deleted || !doc.summary) return undefined;
+  const photo = doc.mediaVersion !== undefined ? doc.mediaPhoto : doc.summary.primaryPhoto;
+  return { ...doc.summary, address: { ...doc.summary.address }, primaryPhoto: photo ?? null };
+}
+
 export class ListingSummaryRepository {
   private constructor(private readonly collection: DocumentCollection<SummaryDoc>) {}
 
@@ -66,26 +79,47 @@ export class ListingSummaryRepository {
     );
   }
 
-  /** Summaries of the listings known and not deleted, by id. */
-  async resolve(accountId: string, listingIds: readonly string[]): Promise<Map<string, LeadListingSummary>> {
+  /**
+   * Summaries of the listings known and not deleted, by id. Ids in `known` are answered from it without a read (what
+   * the request read a moment ago, see `lookup`).
+   */
+  async resolve(
+    accountId: string,
+    listingIds: readonly string[],
+    known?: KnownListings,
+  ): Promise<Map<string, LeadListingSummary>> {
     const out = new Map<string, LeadListingSummary>();
-    if (listingIds.length === 0) return out;
-    const docs = await this.collection.find({ accountId, id: { $in: [...new Set(listingIds)] } }, {});
+    const ids = [...new Set(listingIds)];
+    const rest = known ? ids.filter((id) => !known.ids.has(id)) : ids;
+    if (known)
+      for (const id of ids) {
+        const summary = known.summaries.get(id);
+        if (summary) out.set(id, summary);
+      }
+    if (rest.length === 0) return out;
+    const docs = await this.collection.find({ accountId, id: { $in: rest } }, {});
     for (const doc of docs) {
-      if (doc.deleted || !doc.summary) continue;
-      const photo = doc.mediaVersion !== undefined ? doc.mediaPhoto : doc.summary.primaryPhoto;
-      out.set(doc.id, { ...doc.summary, address: { ...doc.summary.address }, primaryPhoto: photo ?? null });
+      const summary = resolved(doc);
+      if (summary) out.set(doc.id, summary);
     }
     return out;
   }
 
-  /** The ids among `listingIds` that no listing event has reached yet (of any account): neither a summary nor deleted. */
-  async unheardOf(listingIds: readonly string[]): Promise<string[]> {
+  /**
+   * One read of these listings: the account's summaries (as `resolve` answers them), and the ids no listing event
+   * has reached yet (of any account: neither a summary nor deleted).
+   */
+  async lookup(accountId: string, listingIds: readonly string[]): Promise<{ known: KnownListings; unheard: string[] }> {
     const ids = [...new Set(listingIds)];
-    if (ids.length === 0) return [];
+    const summaries = new Map<string, LeadListingSummary>();
+    if (ids.length === 0) return { known: { ids: new Set(), summaries }, unheard: [] };
     const docs = await this.collection.find({ id: { $in: ids } }, {});
     const heard = new Set(docs.filter((d) => d.deleted || d.summary).map((d) => d.id));
-    return ids.filter((id) => !heard.has(id));
+    for (const doc of docs) {
+      const summary = doc.accountId === accountId ? resolved(doc) : undefined;
+      if (summary) summaries.set(doc.id, summary);
+    }
+    return { known: { ids: new Set(ids), summaries }, unheard: ids.filter((id) => !heard.has(id)) };
   }
 
   private async applyNewer(
