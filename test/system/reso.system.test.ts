@@ -209,7 +209,11 @@ describeWithEngines(
       await eventually(
         async () => {
           const newest = await api('GET', '/reso/odata/EntityEvent?$orderby=EntityEventSequence desc&$top=1');
-          expect(newest.body.value[0]).toMatchObject({ ResourceName: 'Property', ResourceRecordKey: extra.body.id });
+          expect(newest.body.value[0]).toMatchObject({
+            ResourceName: 'Property',
+            ResourceRecordKey: extra.body.id,
+            X_EventType: expect.stringContaining('deleted'),
+          });
         },
         { timeoutMs: 60_000, intervalMs: 100 },
       );
