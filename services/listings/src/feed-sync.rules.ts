@@ -28,6 +28,9 @@ export const PREVIEW_KEPT = 100;
 export const DEFAULT_REMOVALS: FeedRemovals = { quarantineRuns: 3, maxRemovedPercent: 5 };
 
 const quoted = (text: string): string => `'${text.replace(/'/g, "''")}'`;
+/** A resource's URL under the service root with these query options (spaces as `%20`, as OData servers expect). */
+const resourceUrl = (serviceRoot: string, resource: string, params: URLSearchParams): string =>
+  `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
 /** An OData DateTimeOffset literal (unquoted), in UTC with milliseconds. */
 const timestamp = (iso: string): string => new Date(iso).toISOString();
 
@@ -60,14 +63,14 @@ export function pageUrl(
   const params = new URLSearchParams({ $orderby: 'ModificationTimestamp,ListingKey' });
   if (filters.length > 0) params.set('$filter', filters.join(' and '));
   if (expandMedia) params.set('$expand', 'Media');
-  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+  return resourceUrl(serviceRoot, resource, params);
 }
 
 /** The first page of a complete key pull: every key the feed selects, nothing else asked for. */
 export function keysUrl(serviceRoot: string, resource: string, extraFilter?: string): string {
   const params = new URLSearchParams({ $select: 'ListingKey', $orderby: 'ModificationTimestamp,ListingKey' });
   if (extraFilter) params.set('$filter', `(${extraFilter})`);
-  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+  return resourceUrl(serviceRoot, resource, params);
 }
 
 /** Records one run takes from EntityEvent at most (distinct keys); the rest wait for the next run. */
@@ -90,7 +93,7 @@ export function entityEventsUrl(serviceRoot: string, after: number | undefined):
           $orderby: 'EntityEventSequence',
           $select: 'EntityEventSequence,ResourceName,ResourceRecordKey',
         });
-  return `${serviceRoot.replace(/\/+$/, '')}/EntityEvent?${params.toString().replace(/\+/g, '%20')}`;
+  return resourceUrl(serviceRoot, 'EntityEvent', params);
 }
 
 /** Which of these keys the feed still selects: `ListingKey in (...)` joined with the feed's filter, keys only. */
@@ -101,7 +104,7 @@ export function presentKeysUrl(serviceRoot: string, resource: string, keys: read
     $select: 'ListingKey',
     $top: String(keys.length),
   });
-  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+  return resourceUrl(serviceRoot, resource, params);
 }
 
 /** What a complete key pull found about one listing of the feed. */
@@ -117,11 +120,6 @@ export function withinRemovalShare(missing: number, total: number, removals: Fee
 }
 
 /**
- * What a reconciliation does to a listing its feed no longer has: quarantined the first time; counted again by
- * each later reconciliation (not twice by one run resumed); deleted by the `quarantineRuns`-th in a row, never by
- * the one that first finds it missing.
- */
-/**
  * Whether the source flags the record as not for display: MLS Grid's `MlgCanView` false (its consumers must take
  * such a listing down). A removal signal like a key missing from the key pull (SPEC §14).
  */
@@ -129,6 +127,11 @@ export function hiddenBySource(record: Record<string, unknown>): boolean {
   return record.MlgCanView === false;
 }
 
+/**
+ * What a reconciliation does to a listing its feed no longer has: quarantined the first time; counted again by
+ * each later reconciliation (not twice by one run resumed); deleted by the `quarantineRuns`-th in a row, never by
+ * the one that first finds it missing.
+ */
 export function missingAction(
   current: Missing,
   runId: string,
@@ -143,7 +146,7 @@ export function missingAction(
 /** One record again, with its media (fresh MediaURLs): `$filter=ListingKey eq 'k'&$expand=Media`. */
 export function recordUrl(serviceRoot: string, resource: string, listingKey: string): string {
   const params = new URLSearchParams({ $filter: `ListingKey eq ${quoted(listingKey)}`, $expand: 'Media' });
-  return `${serviceRoot.replace(/\/+$/, '')}/${resource}?${params.toString().replace(/\+/g, '%20')}`;
+  return resourceUrl(serviceRoot, resource, params);
 }
 
 /** A source Media record as the sync reads it. */
@@ -262,10 +265,13 @@ export function readPage(
   return { value: page.value, nextLink: page['@odata.nextLink'] };
 }
 
+/** Why a run stopped when the token endpoint gave a token that cannot be sent. */
+export function unsendableToken(): string {
+  return `the token endpoint answered an access token that cannot be sent in an HTTP header (not visible ASCII); ${GOES_ON}`;
+}
+
 /** Why a run stopped when the token endpoint gave no token. */
-export function tokenRefusal(status: number, unusable = false): string {
-  if (unusable)
-    return `the token endpoint answered an access token that cannot be sent in an HTTP header (not visible ASCII); ${GOES_ON}`;
+export function tokenRefusal(status: number): string {
   return status === 400 || status === 401
     ? `the token endpoint refused the feed's client credentials (${status}): replace the feed's \`auth\` with PATCH /v1/feeds/{id}; ${GOES_ON}`
     : `the token endpoint answered ${status} without an access token; ${GOES_ON}`;

@@ -39,6 +39,7 @@ import {
   sourceRefusal,
   throttled,
   tokenRefusal,
+  unsendableToken,
   walkStart,
   withinHourlyBudget,
   withinRemovalShare,
@@ -104,6 +105,10 @@ class RunStopped extends Error {
   ) {
     super(reason);
   }
+}
+/** The quarantine mark a run puts on a listing it finds gone (or flagged) for the first time. */
+function firstMark(state: Running, since: string, reason: 'missing' | 'hidden'): NonNullable<Listing['sourceMissing']> {
+  return { feedId: state.feed.id, since, runs: 1, runId: state.job.id, reason };
 }
 /** This worker no longer holds the run (lease lost, or stopping): another one goes on from the recorded page. */
 class RunHandedBack extends Error {}
@@ -406,7 +411,7 @@ export class FeedRunWorker {
         }
         const mark = await this.mark(state, id, (current) =>
           step.action === 'quarantine'
-            ? { feedId: feed.id, since: now, runs: 1, runId: state.job.id, reason: 'missing' as const }
+            ? firstMark(state, now, 'missing')
             : { ...current.sourceMissing!, runs: step.runs, runId: state.job.id },
         );
         if (mark && step.action === 'quarantine') ledger.quarantined++;
@@ -540,8 +545,7 @@ export class FeedRunWorker {
       const quarantined = await this.mark(
         state,
         id,
-        (current) =>
-          current.sourceMissing ?? { feedId: feed.id, since, runs: 1, runId: state.job.id, reason: 'missing' },
+        (current) => current.sourceMissing ?? firstMark(state, since, 'missing'),
       );
       if (quarantined) ledger.quarantined++;
     }
@@ -554,12 +558,7 @@ export class FeedRunWorker {
     if (!listing || listing.sourceMissing) return false;
     if (dryRun) return true;
     const since = this.deps.clock().toISOString();
-    return this.mark(
-      state,
-      listing.id,
-      (current) =>
-        current.sourceMissing ?? { feedId: state.feed.id, since, runs: 1, runId: state.job.id, reason: 'hidden' },
-    );
+    return this.mark(state, listing.id, (current) => current.sourceMissing ?? firstMark(state, since, 'hidden'));
   }
 
   /** Sets or clears a listing's quarantine mark, re-read at each attempt; whether it was written. */
@@ -804,7 +803,7 @@ export class FeedRunWorker {
     const token = (answer.body as { access_token?: unknown } | undefined)?.access_token;
     if (answer.status !== 200 || typeof token !== 'string') throw new RunStopped(tokenRefusal(answer.status), true);
     // Sent as a header from then on: a token that cannot be would fail every request of the run.
-    if (!HEADER_TOKEN.test(token)) throw new RunStopped(tokenRefusal(answer.status, true), true);
+    if (!HEADER_TOKEN.test(token)) throw new RunStopped(unsendableToken(), true);
     state.token = token;
     return token;
   }
