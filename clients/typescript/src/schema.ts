@@ -3255,7 +3255,7 @@ export interface operations {
                 cursor?: string;
                 /** @description One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `distance` (with `near`), `-` prefix for descending. Default: relevance with `q`, nearest first with `near`, otherwise `-createdAt`. Ties are ordered by id. */
                 sort?: "listPrice" | "-listPrice" | "listedAt" | "-listedAt" | "updatedAt" | "-updatedAt" | "createdAt" | "-createdAt" | "distance" | "-distance";
-                /** @description Full text over description, address and features; every word must match */
+                /** @description Full text over description, address and features; every word must match. Ordered by relevance (BM25) unless `sort` is given; the embedded profile ranks the newest 2,000 matches first, then the 2,000 before them, and so on */
                 q?: string;
                 status?: ("coming_soon" | "active" | "active_under_contract" | "pending" | "closed" | "withdrawn" | "expired" | "canceled" | "hold")[];
                 propertyType?: ("residential" | "residential_income" | "residential_lease" | "land" | "farm" | "commercial_sale" | "commercial_lease" | "business_opportunity" | "manufactured_in_park")[];

@@ -272,7 +272,7 @@ export const listingSearchQuery = z
       'One of `listPrice`, `listedAt`, `updatedAt`, `createdAt`, `distance` (with `near`), `-` prefix for descending. Default: relevance with `q`, nearest first with `near`, otherwise `-createdAt`. Ties are ordered by id.',
     ),
     q: single(z.string().trim().min(1).max(200).optional()).describe(
-      'Full text over description, address and features; every word must match',
+      'Full text over description, address and features; every word must match. Ordered by relevance (BM25) unless `sort` is given; the embedded profile ranks the newest 2,000 matches first, then the 2,000 before them, and so on',
     ),
     status: commaList(listingStatus),
     propertyType: commaList(propertyType),

@@ -59,7 +59,14 @@ export type ListingSort = { by: 'relevance' } | { by: ListingSortField | 'distan
 export interface SearchAfter {
   value: number | null;
   id: string;
+  /**
+   * Relevance on an index that ranks its matches in windows (SQLite, decision 0134): the window of the last item, as
+   * the range of the index's row keys it covers, `[from, to)` (`to` null: no upper bound). Other indexes ignore it.
+   */
+  window?: RankWindow;
 }
+
+export type RankWindow = [from: number, to: number | null];
 
 export interface ListingSearch {
   accountId: string;

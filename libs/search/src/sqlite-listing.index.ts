@@ -14,6 +14,7 @@ import {
   type FieldQueryResult,
   type ListingSearch,
   type ListingSearchResult,
+  type RankWindow,
   type SearchAfter,
 } from './listing-index';
 import { propertyIndexRecord } from '@estate/reso';
@@ -59,6 +60,8 @@ export interface SqliteListingIndexOptions {
    * transaction of another caller is open, and runs inside the caller's own (committing with it).
    */
   gate?: { turn(): Promise<void> };
+  /** How many matches of `q` are ranked together (decision 0134); {@link RANK_WINDOW} unless given. */
+  rankWindow?: number;
 }
 
 /** Runs one statement of a search: for real, or to see its plan. */
@@ -83,7 +86,12 @@ interface PageRow {
   value: number | null;
   lat: number | null;
   lon: number | null;
+  /** The relevance window the row was ranked in. */
+  window?: RankWindow;
 }
+
+/** How many matches of `q` are ranked together (decision 0134): a page of relevance scores at most about this many. */
+export const RANK_WINDOW = 2000;
 
 export class SqliteListingIndex implements ListingIndex {
   readonly kind = 'sqlite' as const;
@@ -92,14 +100,16 @@ export class SqliteListingIndex implements ListingIndex {
   private readonly db: Database.Database;
   private readonly owned: boolean;
   private readonly gate?: { turn(): Promise<void> };
+  private readonly rankWindow: number;
   private readonly statements = new Map<string, Database.Statement>();
   /** `replaceAll` fills one connection-private staging table: one at a time. */
   private replacing: Promise<unknown> = Promise.resolve();
 
   constructor(options: SqliteListingIndexOptions | Database.Database | string) {
-    const { database, name, gate } =
+    const { database, name, gate, rankWindow } =
       typeof options === 'string' || options instanceof Database ? { database: options } : options;
     this.gate = gate;
+    this.rankWindow = rankWindow ?? RANK_WINDOW;
     this.owned = typeof database === 'string';
     this.db = typeof database === 'string' ? new Database(database) : database;
     if (this.owned) {
@@ -397,7 +407,12 @@ export class SqliteListingIndex implements ListingIndex {
       const rows = this.sortedPage(search, source, where, run, true);
       return this.answer(search, rows, rows[0]?.total ?? 0, {}, run);
     }
-    const { total, counts } = this.tally(search, source, where, run, scan);
+    // `q` alone, for an account that holds every listing of the index: the text index's matches are the account's.
+    const textAlone =
+      source.driver === 'text' &&
+      Object.entries(filters).every(([k, v]) => k === 'q' || v === undefined) &&
+      this.holdsAll(search.accountId, run);
+    const { total, counts } = this.tally(search, source, where, run, scan, textAlone);
     const facets: Partial<Record<ListingFacet, FacetCount[]>> = {};
     search.facets.forEach((name, i) => {
       facets[name] = [...counts[i]]
@@ -408,7 +423,8 @@ export class SqliteListingIndex implements ListingIndex {
     });
 
     let rows: PageRow[];
-    if (match !== undefined && sort.by === 'relevance') rows = this.relevancePage(search, source, where, run);
+    if (match !== undefined && sort.by === 'relevance')
+      rows = this.relevancePage(search, source, where, run, textAlone);
     else if (sort.by !== 'relevance' && sort.by !== 'distance' && this.walks(search, total, run)) {
       // Many matches: the sort's index, walked in order with each row tested, finds a page in a few entries per item
       // where sorting every match would read them all.
@@ -446,7 +462,10 @@ export class SqliteListingIndex implements ListingIndex {
         ? { ...listing, distanceKm: distanceKm(near, { lat: row.lat, lon: row.lon }) }
         : listing;
     });
-    const next: SearchAfter | null = rows.length > search.limit && last ? { value: last.value, id: last.id } : null;
+    const next: SearchAfter | null =
+      rows.length > search.limit && last
+        ? { value: last.value, id: last.id, ...(last.window ? { window: last.window } : {}) }
+        : null;
     return { items, total, next, facets };
   }
 
@@ -461,6 +480,7 @@ export class SqliteListingIndex implements ListingIndex {
     where: Where,
     run: Run,
     scan: Scan,
+    textAlone: boolean,
   ): { total: number; counts: Array<Map<string, number>> } {
     const { accountId, filters } = search;
     const counts = search.facets.map(() => new Map<string, number>());
@@ -535,6 +555,13 @@ export class SqliteListingIndex implements ListingIndex {
       return { total, counts };
     }
 
+    // The text index's matches are the account's matches: counted without reading their rows.
+    if (search.facets.length === 0 && textAlone) {
+      const [row] = run('SELECT count(*) AS n FROM search_text WHERE search_text MATCH ?', source.params) as Array<{
+        n: number;
+      }>;
+      return { total: row?.n ?? 0, counts };
+    }
     // Every match once, through the source's index: the total, and each facet asked for counted in the same pass
     // (a GROUP BY would sort the matches first).
     if (search.facets.length === 0) {
@@ -672,26 +699,63 @@ export class SqliteListingIndex implements ListingIndex {
     return row.v;
   }
 
-  /** Best BM25 first (FTS5's bm25() is lower for better matches), ties by id; the FTS5 table drives the join. */
-  private relevancePage(search: ListingSearch, source: Source, where: Where, run: Run): PageRow[] {
-    const score = '-bm25(search_text)';
+  /**
+   * Best BM25 first (FTS5's bm25() is lower for better matches), ties by id, within windows of the matches: the newest
+   * `rankWindow` matches (by row key) are ranked first, then the next ones, so a page scores at most a window's
+   * matches however many there are (decision 0134). A search with fewer matches is one window: exact BM25 over all.
+   */
+  private relevancePage(search: ListingSearch, source: Source, where: Where, run: Run, textAlone: boolean): PageRow[] {
     const after = search.after;
-    const keyset = after ? ` AND (${score} < ? OR (${score} = ? AND l.listing_id > ?))` : '';
     // bm25() needs the FTS5 cursor itself: the text table is joined here by its own MATCH, whatever drives.
     const text = source.driver === 'text';
     const from = text
       ? 'search_text CROSS JOIN search_listings l ON l.id = search_text.rowid'
       : `${source.from} CROSS JOIN search_text ON search_text.rowid = l.id`;
-    const sql = `SELECT l.id AS rid, l.listing_id AS id, ${score} AS value, l.lat, l.lon FROM ${from}
-      WHERE search_text MATCH ? AND ${where.sql}${keyset} ORDER BY value DESC, l.listing_id LIMIT ?`;
-    const params = [
-      ...(text ? [] : source.params),
-      source.driver === 'text' ? source.params[0] : matchExpression(search.filters.q!),
-      ...where.params,
-      ...(after ? [after.value ?? 0, after.value ?? 0, after.id] : []),
-      search.limit + 1,
-    ];
-    return run(sql, params) as PageRow[];
+    const matches = `SELECT l.id AS rid, l.listing_id AS id, -bm25(search_text) AS value, l.lat, l.lon
+      FROM ${from} WHERE search_text MATCH ? AND ${where.sql}`;
+    const filterParams = [...(text ? [] : source.params), matchExpression(search.filters.q!), ...where.params];
+    const keep = search.limit + 1;
+    const rows: PageRow[] = [];
+    // A cursor's window is read again by its range, from the cursor's item on; a new one is the newest matches below
+    // the last, ranked in the statement that finds them.
+    if (after) {
+      const window = after.window ?? [0, null];
+      const sql = `SELECT * FROM (${matches} AND search_text.rowid >= ? AND search_text.rowid < ?)
+        WHERE value < ? OR (value = ? AND id > ?) ORDER BY value DESC, id LIMIT ?`;
+      const params = [...filterParams, window[0], window[1] ?? Number.MAX_SAFE_INTEGER];
+      for (const row of run(sql, [...params, after.value ?? 0, after.value ?? 0, after.id, keep]) as PageRow[])
+        rows.push({ ...row, window });
+      if (window[0] === 0) return rows;
+    }
+    // With the text index alone to test, a window is scored from it, and only the rows that can make the page (as good
+    // as its last) are read for their ids.
+    const windowSql = textAlone
+      ? `WITH ranked AS MATERIALIZED (SELECT *, min(rid) OVER () AS low, max(rid) OVER () AS high, count(*) OVER () AS n
+          FROM (SELECT search_text.rowid AS rid, -bm25(search_text) AS value FROM search_text
+          WHERE search_text MATCH ? AND search_text.rowid < ? ORDER BY search_text.rowid DESC LIMIT ?))
+        SELECT ranked.rid, l.listing_id AS id, ranked.value, l.lat, l.lon, ranked.low, ranked.high, ranked.n
+        FROM ranked CROSS JOIN search_listings l ON l.id = ranked.rid
+        WHERE ranked.value >= coalesce((SELECT value FROM ranked ORDER BY value DESC LIMIT 1 OFFSET ?), -1e300)
+        ORDER BY ranked.value DESC, id LIMIT ?`
+      : `SELECT * FROM (SELECT *, min(rid) OVER () AS low, max(rid) OVER () AS high, count(*) OVER () AS n FROM (${matches}
+          AND search_text.rowid < ? ORDER BY search_text.rowid DESC LIMIT ?)) ORDER BY value DESC, id LIMIT ?`;
+    for (let to = after?.window?.[0] ?? null; rows.length < keep;) {
+      const wanted = keep - rows.length;
+      const found = run(
+        windowSql,
+        textAlone
+          ? [filterParams[0], to ?? Number.MAX_SAFE_INTEGER, this.rankWindow, wanted - 1, wanted]
+          : [...filterParams, to ?? Number.MAX_SAFE_INTEGER, this.rankWindow, wanted],
+      ) as Array<PageRow & { low: number; high: number; n: number }>;
+      if (found.length === 0) break;
+      // The newest window ends at its newest match: listings added later stay out of it, as of the next ones.
+      const [{ low, high, n }] = found;
+      const window: RankWindow = [n < this.rankWindow ? 0 : low, to ?? high + 1];
+      for (const { low: _low, high: _high, n: _n, ...row } of found) rows.push({ ...row, window });
+      if (window[0] === 0) break;
+      to = window[0];
+    }
+    return rows;
   }
 
   /**
@@ -751,6 +815,17 @@ export class SqliteListingIndex implements ListingIndex {
       accountId,
     ]) as Array<{ n: number | null }>;
     return row?.n ?? 0;
+  }
+
+  /** Whether every listing of the index is the account's (the embedded profile's usual single account). */
+  private holdsAll(accountId: string, run: Run): boolean {
+    // Two probes of an index that starts with the account: is there a listing of an account before it, or after it?
+    const [row] = run(
+      `SELECT EXISTS (SELECT 1 FROM search_listings WHERE account_id < ?)
+        OR EXISTS (SELECT 1 FROM search_listings WHERE account_id > ?) AS others`,
+      [accountId, accountId],
+    ) as Array<{ others: number }>;
+    return row?.others === 0;
   }
 
   private statement(sql: string): Database.Statement {

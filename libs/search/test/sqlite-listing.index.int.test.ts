@@ -207,6 +207,15 @@ describe('sqlite listing index', () => {
     db.close();
   });
 
+  /**
+   * The plan lines that read a whole table: a plain `SCAN <table>` reads every row of every account. An index, a
+   * virtual table's own index, the one row of a SELECT without a table and a relevance window's ranked rows are fine.
+   */
+  const tableScans = (plan: string[]): string[] =>
+    plan.filter((line) =>
+      /\bSCAN (?!CONSTANT ROW|ranked\b)\w+\b(?! USING (COVERING )?INDEX| (EXISTS )?VIRTUAL TABLE INDEX)/.test(line),
+    );
+
   it('answers every kind of search through an index: no statement scans a table', async () => {
     const index = new SqliteListingIndex(':memory:');
     await index.open();
@@ -252,14 +261,109 @@ describe('sqlite listing index', () => {
     for (const [kind, over] of Object.entries(kinds)) {
       const plan = index.explain({ ...base, ...over });
       expect(plan.length).toBeGreaterThan(0);
-      // A plain `SCAN <table>` reads every row of every account; an index or a virtual table's own index is fine.
-      expect({
-        kind,
-        scans: plan.filter((line) =>
-          /\bSCAN \w+\b(?! USING (COVERING )?INDEX| (EXISTS )?VIRTUAL TABLE INDEX)/.test(line),
-        ),
-      }).toEqual({ kind, scans: [] });
+      expect({ kind, scans: tableScans(plan) }).toEqual({ kind, scans: [] });
     }
+    // `q` alone for an account that holds the whole index: counted and ranked from the text index.
+    await index.remove(spread(100, 5).map((l) => ({ id: `${l.id}b`, version: 2 })));
+    const alone = index.explain({ ...base, ...kinds.q });
+    expect(alone.join('\n')).toContain('SELECT count(*) AS n FROM search_text WHERE search_text MATCH ?');
+    expect(tableScans(alone)).toEqual([]);
     await index.close();
+  });
+
+  describe('relevance in windows of the matches', () => {
+    /** Ten matches of `garden` for acc_a, each `garden` a different number of times in a text of the same length. */
+    const times = [3, 9, 1, 6, 10, 2, 8, 5, 7, 4];
+    const garden = (i: number): Listing => {
+      const base = listing(`lst_${i}`, 1);
+      const words = [...Array<string>(times[i]).fill('garden'), ...Array<string>(10 - times[i]).fill('porch')];
+      return { ...base, propertyDetails: { ...base.propertyDetails, description: words.join(' ') } };
+    };
+    const pages = async (index: SqliteListingIndex, limit: number, between?: () => Promise<void>) => {
+      const ids: string[] = [];
+      const totals = new Set<number>();
+      let after: ListingSearch['after'];
+      do {
+        const page = await index.search({
+          accountId: 'acc_a',
+          filters: { q: 'garden' },
+          sort: { by: 'relevance' },
+          limit,
+          facets: [],
+          after,
+        });
+        ids.push(...page.items.map((l) => l.id));
+        totals.add(page.total);
+        after = page.next ?? undefined;
+        await between?.();
+      } while (after);
+      return { ids, totals: [...totals] };
+    };
+    /** Newest window first (four matches each: lst_6..9, lst_2..5, lst_0..1), best first within each. */
+    const byWindow = [
+      [6, 7, 8, 9],
+      [2, 3, 4, 5],
+      [0, 1],
+    ].flatMap((w) => w.sort((a, b) => times[b] - times[a]).map((i) => `lst_${i}`));
+
+    it('ranks the newest matches first, each window by BM25, and pages through every match once', async () => {
+      const index = new SqliteListingIndex({ database: ':memory:', rankWindow: 4 });
+      await index.open();
+      // Another account's matches between them: a window counts the searching account's matches only.
+      for (let i = 0; i < 10; i++)
+        await index.upsert([
+          { accountId: 'acc_a', listing: garden(i) },
+          { accountId: 'acc_b', listing: { ...garden(i), id: `lst_b${i}` } },
+        ]);
+      for (const limit of [1, 3, 4, 5, 20]) expect(await pages(index, limit)).toEqual({ ids: byWindow, totals: [10] });
+      await index.close();
+    });
+
+    it('keeps a paging reader on its windows while listings are added', async () => {
+      const index = new SqliteListingIndex({ database: ':memory:', rankWindow: 4 });
+      await index.open();
+      await index.upsert(Array.from({ length: 10 }, (_, i) => ({ accountId: 'acc_a', listing: garden(i) })));
+      let added = 10;
+      const { ids } = await pages(index, 3, async () => {
+        await index.upsert([{ accountId: 'acc_a', listing: { ...garden(0), id: `lst_${added++}` } }]);
+      });
+      // The first page's window took no later listing; the windows after it are below it: no item twice, none lost.
+      expect(ids.slice(0, 10)).toEqual(byWindow);
+      expect(new Set(ids).size).toBe(ids.length);
+      await index.close();
+    });
+
+    it('is one window, exact BM25 over every match, when the matches are fewer than a window', async () => {
+      const index = new SqliteListingIndex({ database: ':memory:', rankWindow: 10 });
+      await index.open();
+      await index.upsert(Array.from({ length: 10 }, (_, i) => ({ accountId: 'acc_a', listing: garden(i) })));
+      const best = [...times.keys()].sort((a, b) => times[b] - times[a]).map((i) => `lst_${i}`);
+      expect(await pages(index, 3)).toEqual({ ids: best, totals: [10] });
+      await index.close();
+    });
+
+    it('orders equal scores by id, across page ends', async () => {
+      for (const rankWindow of [3, 10]) {
+        const index = new SqliteListingIndex({ database: ':memory:', rankWindow });
+        await index.open();
+        // The same text (the same score) written in an order that is not the ids'.
+        for (const i of [4, 1, 5, 0, 3, 2])
+          await index.upsert(
+            [{ accountId: 'acc_a', listing: garden(0) }].map((l) => ({
+              ...l,
+              listing: { ...l.listing, id: `lst_${i}` },
+            })),
+          );
+        const windows =
+          rankWindow === 3
+            ? [
+                ['lst_0', 'lst_2', 'lst_3'],
+                ['lst_1', 'lst_4', 'lst_5'],
+              ]
+            : [['lst_0', 'lst_1', 'lst_2', 'lst_3', 'lst_4', 'lst_5']];
+        for (const limit of [1, 2, 4]) expect(await pages(index, limit)).toEqual({ ids: windows.flat(), totals: [6] });
+        await index.close();
+      }
+    });
   });
 });

@@ -47,4 +47,31 @@ describe('search query parameters to an index search', () => {
     );
     expect(cursorOf(null, sort, 'acc_1')).toBeNull();
   });
+
+  it("round-trips a relevance cursor's window, and refuses a window that is not one", () => {
+    const relevance = { by: 'relevance' } as const;
+    for (const window of [
+      [0, null],
+      [1200, 3400],
+    ] as const) {
+      const cursor = cursorOf({ value: 2.5, id: 'lst_9', window: [...window] }, relevance, 'acc_1')!;
+      expect(toIndexSearch('acc_1', parse({ q: 'x', cursor })).after).toEqual({ value: 2.5, id: 'lst_9', window });
+    }
+    const invalid = expect.objectContaining({ code: 'invalid_cursor' });
+    for (const window of [
+      [3400, 1200],
+      [-1, null],
+      [1.5, 3],
+      [null, 3],
+    ]) {
+      const cursor = cursorOf({ value: 2.5, id: 'lst_9', window: window as [number, null] }, relevance, 'acc_1')!;
+      expect(() => toIndexSearch('acc_1', parse({ q: 'x', cursor }))).toThrow(invalid);
+    }
+    const sorted = cursorOf(
+      { value: 2.5, id: 'lst_9', window: [0, 10] },
+      { by: 'listPrice', direction: 'asc' },
+      'acc_1',
+    )!;
+    expect(() => toIndexSearch('acc_1', parse({ sort: 'listPrice', cursor: sorted }))).toThrow(invalid);
+  });
 });

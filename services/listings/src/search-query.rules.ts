@@ -27,21 +27,33 @@ const sortName = (sort: ListingSort): string =>
  */
 function afterOf(raw: string, sort: ListingSort, accountId: string): SearchAfter {
   const state = decodeCursor(raw, accountId)!;
-  const [order, value] = Array.isArray(state.v) ? (state.v as unknown[]) : [];
+  const [order, value, ...window] = Array.isArray(state.v) ? (state.v as unknown[]) : [];
+  const key = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
   const valid =
     order === sortName(sort) &&
-    (typeof value === 'number' ? Number.isFinite(value) : value === null && sort.by !== 'relevance');
+    (typeof value === 'number' ? Number.isFinite(value) : value === null && sort.by !== 'relevance') &&
+    (window.length === 0 ||
+      (sort.by === 'relevance' &&
+        window.length === 2 &&
+        key(window[0]) &&
+        (window[1] === null || (key(window[1]) && (window[1] as number) > (window[0] as number)))));
   if (!valid)
     throw new AppError(
       'invalid_cursor',
       'The cursor belongs to another sort order or is not one this API issued; start again without it',
     );
-  return { value: value as number | null, id: state.id };
+  return {
+    value: value as number | null,
+    id: state.id,
+    ...(window.length === 2 ? { window: window as [number, number | null] } : {}),
+  };
 }
 
 /** The position after the last item, with the order it belongs to, for the account's next page. */
 export function cursorOf(next: SearchAfter | null, sort: ListingSort, accountId: string): string | null {
-  return next ? encodeCursor({ v: [sortName(sort), next.value], id: next.id }, accountId) : null;
+  return next
+    ? encodeCursor({ v: [sortName(sort), next.value, ...(next.window ?? [])], id: next.id }, accountId)
+    : null;
 }
 
 /** The validated query parameters as a search of the index, scoped to the caller's account. */
