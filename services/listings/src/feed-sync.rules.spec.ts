@@ -1,4 +1,4 @@
-import { missingAction, withinRemovalShare } from './feed-sync.rules';
+import { missingAction, PulledKeys, withinRemovalShare } from './feed-sync.rules';
 
 describe('feed removals', () => {
   const removals = { quarantineRuns: 3, maxRemovedPercent: 5 };
@@ -21,5 +21,26 @@ describe('feed removals', () => {
     expect(withinRemovalShare(6, 100, removals)).toBe(false);
     expect(withinRemovalShare(100, 100, removals)).toBe(false);
     expect(withinRemovalShare(100, 100, { ...removals, maxRemovedPercent: 100 })).toBe(true);
+  });
+});
+
+describe('the keys of a key pull', () => {
+  it('answers which keys it holds, counts each once, and grows past its first capacity', () => {
+    const keys = new PulledKeys();
+    expect(keys.size).toBe(0);
+    expect(keys.has('A1')).toBe(false);
+    for (let i = 0; i < 5000; i++) keys.add(`L${i}`);
+    // Seen again on a later page (the pull's pages overlap when the source moves under it).
+    for (let i = 0; i < 100; i++) keys.add(`L${i * 7}`);
+    expect(keys.size).toBe(5000);
+    expect(keys.has('L0')).toBe(true);
+    expect(keys.has('L4999')).toBe(true);
+    expect(keys.has('L5000')).toBe(false);
+    expect(keys.has('l0')).toBe(false);
+    // Added after a lookup: still found, and counted.
+    keys.add('L5000');
+    expect(keys.has('L5000')).toBe(true);
+    expect(keys.size).toBe(5001);
+    expect(Array.from({ length: 5001 }, (_, i) => keys.has(`L${i}`)).every(Boolean)).toBe(true);
   });
 });

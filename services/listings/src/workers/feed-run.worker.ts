@@ -21,6 +21,7 @@ import {
   hiddenBySource,
   KEYS_PER_CHECK,
   presentKeysUrl,
+  PulledKeys,
   ERRORS_KEPT,
   keysUrl,
   laterCursor,
@@ -331,7 +332,7 @@ export class FeedRunWorker {
     const { feed } = state;
     const ledger = state.job.ledger!;
     const removals = feed.removals ?? DEFAULT_REMOVALS;
-    const keys = new Set<string>();
+    const keys = new PulledKeys();
     let url = keysUrl(feed.serviceRoot, feed.resource, feed.filter);
     let following = false;
     try {
