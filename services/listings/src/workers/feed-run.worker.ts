@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { HEADER_TOKEN, type FeedLedger } from '@estate/contracts/feeds';
 import type { Listing } from '@estate/contracts/listings';
@@ -49,8 +49,8 @@ import {
 import type { ListingsService } from '../listings.service';
 import type { ListingRepository } from '../repositories/listing.repository';
 import type { MediaReader, MediaWriter } from '../clients/media.client';
-import type { FeedPhotosDoc, FeedPhotosRepository, SyncedPhoto } from '../repositories/feed-photos.repository';
-import { MAX_IMAGE_BYTES } from '@estate/contracts/media';
+import { FeedGallery, type GalleryRun } from './feed-gallery';
+import type { FeedPhotosRepository } from '../repositories/feed-photos.repository';
 import type { FeedsService } from '../feeds.service';
 import type { ListingUpsertService } from '../listing-upsert.service';
 import { ledgerOf, type BulkJobDoc, type BulkJobRepository } from '../repositories/bulk-job.repository';
@@ -139,8 +139,11 @@ export class FeedRunWorker {
   private stopping = false;
   private readonly active = new Map<string, Promise<void>>();
   private polling?: Promise<void>;
+  /** Where a feed with `media` writes its photos (none: no photos are synced). */
+  private readonly gallery?: FeedGallery;
 
   constructor(private readonly deps: FeedRunWorkerDeps) {
+    if (deps.photos) this.gallery = new FeedGallery({ ...deps.photos, source: deps.source });
     this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
   }
 
@@ -577,7 +580,11 @@ export class FeedRunWorker {
   }
 
   private syncsPhotos(state: Running): boolean {
-    return !!state.feed.media && !!this.deps.photos && !state.job.ledger!.dryRun;
+    return !!state.feed.media && !!this.gallery && !state.job.ledger!.dryRun;
+  }
+
+  private galleryRun(state: Running): GalleryRun {
+    return { ctx: state.ctx, accountId: state.job.accountId, feedId: state.feed.id, ledger: state.job.ledger! };
   }
 
   /** Listings whose photo sync failed or was interrupted: their media fetched again (fresh MediaURLs) and synced. */
@@ -593,94 +600,8 @@ export class FeedRunWorker {
       // Gone from the feed: removals decide about the listing; its photos stay as they are.
       if (!record || !photos) continue;
       const changedAt = typeof record.PhotosChangeTimestamp === 'string' ? record.PhotosChangeTimestamp : undefined;
-      await this.syncPhotos(state, doc.id, photos, changedAt);
+      await this.gallery!.sync(this.galleryRun(state), doc.id, photos, changedAt);
     }
-  }
-
-  /**
-   * Brings a listing's gallery in step with the source's photos: a photo whose MediaModificationTimestamp did not
-   * move is not downloaded; one downloaded with bytes the listing already has (same SHA-256) is not uploaded again;
-   * a failed download keeps the photo we have and leaves the listing pending for the next run; photos the source
-   * dropped are taken out; the gallery follows the source's order, its preferred photo first.
-   */
-  private async syncPhotos(state: Running, listingId: string, photos: SourcePhoto[], changedAt?: string) {
-    const { synced, writer, reader } = this.deps.photos!;
-    const ledger = state.job.ledger!;
-    const doc = await synced.get(listingId);
-    const before = doc?.items ?? [];
-    const items: SyncedPhoto[] = [];
-    let failed = false;
-    for (const photo of photos) {
-      const previous = before.find((p) => p.key === photo.key);
-      if (previous && photo.modified && previous.modified === photo.modified) {
-        ledger.mediaUnchanged++;
-        items.push(previous);
-        continue;
-      }
-      const got = await this.deps.source.download(photo.url, MAX_IMAGE_BYTES).catch(() => ({ status: 0 }));
-      if (got.status !== 200 || !('bytes' in got) || !got.bytes) {
-        // An expired or refused URL, or the host away: what we have stays; the next run fetches fresh URLs.
-        failed = true;
-        ledger.mediaFailed++;
-        if (previous) items.push(previous);
-        continue;
-      }
-      ledger.mediaDownloaded++;
-      const sha256 = createHash('sha256').update(got.bytes).digest('hex');
-      const same = [...items, ...before].find((p) => p.sha256 === sha256);
-      if (same) {
-        ledger.mediaUnchanged++;
-        items.push({
-          key: photo.key,
-          mediaId: same.mediaId,
-          sha256,
-          ...(photo.modified ? { modified: photo.modified } : {}),
-        });
-        continue;
-      }
-      try {
-        const mediaId = await writer.addPhoto(state.ctx, listingId, {
-          bytes: got.bytes,
-          ...(photo.caption ? { caption: photo.caption } : {}),
-        });
-        ledger.mediaUploaded++;
-        items.push({ key: photo.key, mediaId, sha256, ...(photo.modified ? { modified: photo.modified } : {}) });
-      } catch (err) {
-        if (!(err instanceof AppError) || err.status >= 500) throw err;
-        // Refused by the media service (not an image, the gallery full): that photo's error, the rest goes on.
-        ledger.mediaFailed++;
-        if (previous) items.push(previous);
-      }
-    }
-    const kept = new Set(items.map((p) => p.mediaId));
-    for (const gone of new Set(before.map((p) => p.mediaId).filter((id) => !kept.has(id)))) {
-      await writer.removeMedia(state.ctx, listingId, gone);
-      ledger.mediaRemoved++;
-    }
-    const order = [...new Set(items.map((p) => p.mediaId))];
-    if (order.length > 1) {
-      const gallery = (await reader.forListings(state.ctx.who, [listingId], state.ctx.requestId))[listingId] ?? [];
-      const current = gallery.map((m) => m.id);
-      const wanted = [...order.filter((id) => current.includes(id)), ...current.filter((id) => !kept.has(id))];
-      if (wanted.length === current.length && wanted.some((id, i) => id !== current[i]))
-        await writer.reorder(state.ctx, listingId, wanted);
-    }
-    const next: FeedPhotosDoc = {
-      id: listingId,
-      accountId: state.job.accountId,
-      feedId: state.feed.id,
-      listingKey: doc?.listingKey ?? '',
-      ...(failed
-        ? doc?.photosChangedAt
-          ? { photosChangedAt: doc.photosChangedAt }
-          : {}
-        : changedAt
-          ? { photosChangedAt: changedAt }
-          : {}),
-      pending: failed,
-      items,
-    };
-    await synced.save(next);
   }
 
   /**
@@ -927,7 +848,7 @@ export class FeedRunWorker {
     // Downloads outside the page's transaction, while the page's MediaURLs are fresh.
     for (const work of photoWork) {
       this.stillHeld(state);
-      await this.syncPhotos(state, work.listingId, work.photos, work.changedAt);
+      await this.gallery!.sync(this.galleryRun(state), work.listingId, work.photos, work.changedAt);
     }
     if (photoWork.length > 0) {
       const recorded = await this.deps.jobs.recordRun(
