@@ -748,7 +748,7 @@ export class SqliteListingIndex implements ListingIndex {
           : [...filterParams, to ?? Number.MAX_SAFE_INTEGER, this.rankWindow, wanted],
       ) as Array<PageRow & { low: number; high: number; n: number }>;
       if (found.length === 0) break;
-      // The newest window ends at its newest match: listings added later stay out of it, as of the next ones.
+      // The newest window ends at its newest match: listings added while the reader pages are above it, out of its pages.
       const [{ low, high, n }] = found;
       const window: RankWindow = [n < this.rankWindow ? 0 : low, to ?? high + 1];
       for (const { low: _low, high: _high, n: _n, ...row } of found) rows.push({ ...row, window });
