@@ -65,7 +65,12 @@ export async function composeEmbedded(
   const listingIndex =
     options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
   // Each service's writes, their events and (listings) the search rows commit in one transaction of its file.
-  const units = (store: SqliteDocumentStore) => new SqliteUnitOfWork({ store, bus, log });
+  const allUnits: SqliteUnitOfWork[] = [];
+  const units = (store: SqliteDocumentStore) => {
+    const made = new SqliteUnitOfWork({ store, bus, log });
+    allUnits.push(made);
+    return made;
+  };
   // The RESO Web API reads galleries with a direct call here (over HTTP when distributed); media is composed below.
   const galleries: {
     current?: MediaRuntime['gallery'];
@@ -177,7 +182,7 @@ export async function composeEmbedded(
     options: config.webhooks,
     units: units(stores.webhooks),
     // SQLite units run in the order they start and commit together: a burst of events is stored with one commit.
-    intakeConcurrency: 32,
+    intakeConcurrency: 64,
     ...(config.publicBaseUrl ? { publicBaseUrl: config.publicBaseUrl } : {}),
   });
   const gateway = await composeGateway({
@@ -239,6 +244,8 @@ export async function composeEmbedded(
     async close() {
       await app.close();
       for (const r of [...runtimes].reverse()) await r.stop();
+      // Units the last events started commit and publish before the bus closes (none is left to the relay).
+      await Promise.all(allUnits.map((u) => u.settled()));
       await bus.close();
       for (const s of Object.values(stores)) await s.close();
     },

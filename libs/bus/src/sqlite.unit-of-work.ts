@@ -73,14 +73,7 @@ class SqliteUnit implements Unit {
   }
 }
 
-/**
- * The unit of work on one SQLite file: a unit is one transaction of the store (`BEGIN IMMEDIATE` ... `COMMIT`)
- * holding its documents, its events (rows of an outbox table) and whatever else it writes on the connection (the
- * listing search index). Once committed, the unit publishes its events; the rows of published events are deleted
- * by the next unit's transaction or the relay's next sweep, so a request commits once. A process that dies
- * before publishing leaves the rows, which the relay publishes (a repeat after a crash is harmless: consumers
- * are idempotent by event id).
- */
+/** A unit waiting for the connection, with what its caller awaits. */
 interface Queued {
   unit: SqliteUnit;
   work: (unit: Unit) => Promise<unknown>;
@@ -91,9 +84,11 @@ interface Queued {
 /**
  * The unit of work on one SQLite file: a unit is a transaction of the store (`BEGIN IMMEDIATE` ... `COMMIT`)
  * holding its documents, its events (rows of an outbox table) and whatever else it writes on the connection (the
- * listing search index). Units that wait for the connection while one runs commit together: each runs in its own
- * savepoint of one transaction (a failing unit rolls back alone), and none resolves before that transaction
- * committed. Once committed, the units' events are published in commit order, without waiting for the consumers
+ * listing search index). Units commit in groups: each runs in its own savepoint of one transaction (a failing unit
+ * rolls back alone), and none resolves before that transaction committed. A group takes the units that wait while
+ * it runs; the first unit of a turn of the event loop starts one at once, and units started later in the same turn
+ * (other requests read in that turn, the consumers of the events just published) wait for the turn's end
+ * (`setImmediate`) and commit together. Once committed, the units' events are published in commit order, without waiting for the consumers
  * of earlier ones; the rows of published events are deleted, some at a time, by a later unit's transaction or the
  * relay's next sweep. A process that dies before publishing leaves the rows, which the relay publishes (a repeat
  * after a crash is harmless: consumers are idempotent by event id).
@@ -109,6 +104,12 @@ export class SqliteUnitOfWork implements UnitOfWork {
   /** Units waiting for the connection, and whether a group is running them. */
   private readonly queue: Queued[] = [];
   private draining = false;
+  /** The group run under way or waiting for the turn's end (it never rejects). */
+  private drainRun?: Promise<void>;
+  /** A group ran in this turn of the event loop: units queued later in the turn wait for the turn's end. */
+  private drainedThisTurn = false;
+  /** Resolved when the events being published fall to the backlog bound (one promise for every waiting unit). */
+  private shrunk?: { promise: Promise<void>; resolve: () => void };
 
   constructor(
     private readonly deps: {
@@ -133,10 +134,15 @@ export class SqliteUnitOfWork implements UnitOfWork {
         reject,
       });
     });
-    if (!this.draining) void this.drain();
+    if (!this.draining) {
+      this.draining = true;
+      this.drainRun = this.drainedThisTurn
+        ? new Promise((resolve) => setImmediate(resolve)).then(() => this.drain())
+        : this.drain();
+    }
     const value = await result;
     // A busy process builds no unbounded backlog of events: past it, a request waits for some to be published.
-    while (this.outstanding.size > MAX_BACKLOG) await Promise.race(this.outstanding);
+    while (this.outstanding.size > MAX_BACKLOG) await this.backlogShrunk();
     return value;
   }
 
@@ -144,9 +150,21 @@ export class SqliteUnitOfWork implements UnitOfWork {
     return this.deps.store.transaction(fn);
   }
 
-  /** Resolves when every committed unit's events were published (or left to the relay). */
+  private backlogShrunk(): Promise<void> {
+    if (!this.shrunk) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.shrunk = { promise, resolve };
+    }
+    return this.shrunk.promise;
+  }
+
+  /** Resolves when every unit started was committed or rolled back and its events published (or left to the relay). */
   async settled(): Promise<void> {
-    while (this.outstanding.size > 0) await Promise.allSettled([...this.outstanding]);
+    while (this.draining || this.outstanding.size > 0) {
+      await this.drainRun;
+      await Promise.allSettled([...this.outstanding]);
+    }
   }
 
   async sweep(publish: (entries: OutboxEntry[]) => Promise<void>, limit: number): Promise<boolean> {
@@ -192,6 +210,10 @@ export class SqliteUnitOfWork implements UnitOfWork {
    */
   private async drain(): Promise<void> {
     this.draining = true;
+    if (!this.drainedThisTurn) {
+      this.drainedThisTurn = true;
+      setImmediate(() => (this.drainedThisTurn = false));
+    }
     try {
       while (this.queue.length > 0) {
         const group: { queued: Queued; ok: boolean; value?: unknown; error?: unknown }[] = [];
@@ -268,6 +290,12 @@ export class SqliteUnitOfWork implements UnitOfWork {
       },
     );
     this.outstanding.add(done);
-    void done.finally(() => this.outstanding.delete(done));
+    void done.finally(() => {
+      this.outstanding.delete(done);
+      if (this.outstanding.size <= MAX_BACKLOG && this.shrunk) {
+        this.shrunk.resolve();
+        this.shrunk = undefined;
+      }
+    });
   }
 }

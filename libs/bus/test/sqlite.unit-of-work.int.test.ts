@@ -92,6 +92,48 @@ describe('SqliteUnitOfWork: a unit is one transaction', () => {
     await store.close();
   });
 
+  it('units started after a group ran in this turn of the event loop wait for its end and commit together', async () => {
+    const store = SqliteDocumentStore.open(':memory:');
+    const bus = new MemoryBus(log);
+    let transactions = 0;
+    const counted = {
+      database: store.database,
+      transaction: <R>(fn: () => Promise<R>) => {
+        transactions++;
+        return store.transaction(fn);
+      },
+      turn: () => store.turn(),
+      write: <R>(body: () => R) => store.write(body),
+      statement: (sql: string) => store.statement(sql),
+    };
+    const units = new SqliteUnitOfWork({ store: counted, bus, log });
+    const things = await store.collection<OutboxDoc>('things');
+    // The turn's first unit runs at once.
+    await new Promise((resolve) => setImmediate(resolve));
+    const ran: string[] = [];
+    const insert = (id: string) =>
+      units.run(async (unit) => {
+        ran.push(id);
+        return unit.insert(things, { id, version: 1 }, [deleted(id, 1)]);
+      });
+    await insert('a');
+    expect(ran).toEqual(['a']);
+    expect(transactions).toBe(1);
+    // Later in the same turn: queued until the turn ends, each in its own tick.
+    const b = insert('b');
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => process.nextTick(resolve));
+    const c = insert('c');
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => process.nextTick(resolve));
+    expect(ran).toEqual(['a']);
+    await Promise.all([b, c]);
+    expect(ran).toEqual(['a', 'b', 'c']);
+    expect(transactions).toBe(2);
+    expect((await things.find({}, { sort: { id: 1 } })).map((t) => t.id)).toEqual(['a', 'b', 'c']);
+    await units.settled();
+    await bus.close();
+    await store.close();
+  });
+
   it('deletes the rows of published events some at a time, with a later unit or the sweep', async () => {
     const store = SqliteDocumentStore.open(':memory:');
     const bus = new MemoryBus(log);
