@@ -88,10 +88,10 @@ interface Queued {
  * rolls back alone), and none resolves before that transaction committed. A group takes the units that wait while
  * it runs; the first unit of a turn of the event loop starts one at once, and units started later in the same turn
  * (other requests read in that turn, the consumers of the events just published) wait for the turn's end
- * (`setImmediate`) and commit together. Once committed, the units' events are published in commit order, without waiting for the consumers
- * of earlier ones; the rows of published events are deleted, some at a time, by a later unit's transaction or the
- * relay's next sweep. A process that dies before publishing leaves the rows, which the relay publishes (a repeat
- * after a crash is harmless: consumers are idempotent by event id).
+ * (`setImmediate`) and commit together. Once committed, the units' events are published in commit order, without
+ * waiting for the consumers of earlier ones; the rows of published events are deleted, some at a time, by a later
+ * unit's transaction or the relay's next sweep. A process that dies before publishing leaves the rows, which the
+ * relay publishes (a repeat after a crash is harmless: consumers are idempotent by event id).
  */
 export class SqliteUnitOfWork implements UnitOfWork {
   private readonly current = new AsyncLocalStorage<SqliteUnit>();
