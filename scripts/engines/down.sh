@@ -35,9 +35,13 @@ elif [ "$clean" = 1 ]; then
 	die "--clean wipes the whole run dir; use it without an engine list"
 fi
 
-# pid_matches PID PATTERN -> 0 if PID is alive and its command line matches PATTERN
+# pid_matches PID PATTERN -> 0 if PID is alive and its command line matches PATTERN (a regex; read whole, then
+# matched: `tr | grep -q` under pipefail fails when grep exits before tr has written all)
 pid_matches() {
-	[ -n "$1" ] && [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -q -- "$2"
+	local cmd
+	[ -n "$1" ] && [ -r "/proc/$1/cmdline" ] || return 1
+	cmd="$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null)" || return 1
+	[[ $cmd =~ $2 ]]
 }
 
 # stop NAME PIDFILE PATTERN [SIGNAL]

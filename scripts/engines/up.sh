@@ -111,12 +111,14 @@ tcp_open() { # tcp_open PORT -> 0 when something accepts on HOST:PORT
 	timeout 2 bash -c "exec 7<>/dev/tcp/$HOST/$1" 2>/dev/null
 }
 
-pid_alive() { # pid_alive PIDFILE PATTERN -> 0 if the pid runs a command matching PATTERN
-	local pid
+pid_alive() { # pid_alive PIDFILE PATTERN -> 0 if the pid runs a command matching PATTERN (a regex)
+	local pid cmd
 	[ -s "$1" ] || return 1
 	pid="$(cat "$1" 2>/dev/null)" || return 1
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$2"
+	# Read whole, then matched: `tr | grep -q` under pipefail fails when grep exits before tr has written all.
+	cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+	[[ $cmd =~ $2 ]]
 }
 
 # spawn LOGFILE PIDFILE CMD... : start CMD detached (own session, stdin /dev/null,
