@@ -115,6 +115,8 @@ export class SqliteListingIndex implements ListingIndex {
     if (this.owned) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
+      // As the document store's connections (docs/decisions/0135-sqlite-journals-in-memory.md).
+      this.db.pragma('temp_store = MEMORY');
     }
     this.name = name ?? 'sqlite';
     this.db.function(
@@ -585,11 +587,16 @@ export class SqliteListingIndex implements ListingIndex {
 
   private async replace(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {
     await this.gate?.turn();
-    this.guard('start the new index', () =>
+    // The staging table holds every listing, and the swap's statements change every page of the index: both in
+    // temporary files while it runs, whatever the connection keeps in memory otherwise (decision 0135). Changing it
+    // drops the connection's temporary tables: the staging table is the only one, made after and dropped before.
+    const tempStore = this.db.pragma('temp_store', { simple: true }) as number;
+    this.guard('start the new index', () => {
+      this.db.pragma('temp_store = FILE');
       this.db.exec(
         `DROP TABLE IF EXISTS temp.search_staging; CREATE TEMP TABLE search_staging (id INTEGER PRIMARY KEY, ${COLUMN_TYPES}, doc TEXT NOT NULL, text TEXT NOT NULL)`,
-      ),
-    );
+      );
+    });
     try {
       for await (const batch of read()) {
         await this.gate?.turn();
@@ -635,7 +642,9 @@ export class SqliteListingIndex implements ListingIndex {
       );
     } finally {
       this.statements.clear();
+      await this.gate?.turn();
       this.db.exec('DROP TABLE IF EXISTS temp.search_staging');
+      this.db.pragma(`temp_store = ${tempStore}`);
     }
   }
 

@@ -55,6 +55,45 @@ describe('sqlite listing index', () => {
     db.close();
   });
 
+  it('keeps its journals in memory, but stages a reindex in temporary files and then keeps them in memory again', async () => {
+    const index = new SqliteListingIndex(':memory:');
+    await index.open();
+    const db = (index as unknown as { db: Database.Database }).db;
+    const tempStore = () => db.pragma('temp_store', { simple: true });
+    const MEMORY = 2;
+    const FILE = 1;
+    expect(tempStore()).toBe(MEMORY);
+    await index.upsert([{ accountId: 'acc_a', listing: listing('lst_old', 1) }]);
+    const seen: unknown[] = [];
+    const result = await index.replaceAll(async function* () {
+      seen.push(tempStore());
+      yield [{ accountId: 'acc_a', listing: listing('lst_a', 1) }];
+      seen.push(tempStore());
+      yield [{ accountId: 'acc_a', listing: listing('lst_b', 1) }];
+    });
+    expect(result).toEqual({ indexed: 2 });
+    expect(seen).toEqual([FILE, FILE]);
+    expect(tempStore()).toBe(MEMORY);
+    const page = await index.search({
+      accountId: 'acc_a',
+      filters: {},
+      sort: { by: 'createdAt', direction: 'desc' },
+      limit: 10,
+      facets: [],
+    });
+    expect(page.items.map((l) => l.id).sort()).toEqual(['lst_a', 'lst_b']);
+
+    // A reindex that fails part-way leaves the connection as it found it too.
+    await expect(
+      index.replaceAll(async function* () {
+        yield [{ accountId: 'acc_a', listing: listing('lst_c', 1) }];
+        throw new Error('the store went away');
+      }),
+    ).rejects.toThrow('the store went away');
+    expect(tempStore()).toBe(MEMORY);
+    await index.close();
+  });
+
   /** One account's listings spread over prices (some exactly on a price band's edge), statuses, types and cities. */
   const spread = (count: number, seed: number): Listing[] => {
     let state = seed;

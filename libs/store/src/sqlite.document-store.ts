@@ -293,6 +293,10 @@ export class SqliteDocumentStore implements DocumentStore {
       this.db.pragma('journal_mode = WAL');
       // In WAL mode NORMAL loses no committed data on a process crash, only possibly the last commits on power loss.
       this.db.pragma('synchronous = NORMAL');
+      // Savepoint and statement journals in memory: SQLite copies every page a unit of work (a savepoint) or a
+      // statement with triggers first changes, and in files it writes them to a new temporary file past 64 KiB,
+      // which most listing writes reach (docs/decisions/0135-sqlite-journals-in-memory.md).
+      this.db.pragma('temp_store = MEMORY');
       if (options.backgroundCheckpoints && path !== ':memory:' && path !== '') {
         this.db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
         this.checkpointer = SqliteCheckpointer.acquire(resolve(path));
