@@ -591,13 +591,13 @@ export class SqliteListingIndex implements ListingIndex {
     // temporary files while it runs, whatever the connection keeps in memory otherwise (decision 0135). Changing it
     // drops the connection's temporary tables: the staging table is the only one, made after and dropped before.
     const tempStore = this.db.pragma('temp_store', { simple: true }) as number;
-    this.guard('start the new index', () => {
-      this.db.pragma('temp_store = FILE');
-      this.db.exec(
-        `DROP TABLE IF EXISTS temp.search_staging; CREATE TEMP TABLE search_staging (id INTEGER PRIMARY KEY, ${COLUMN_TYPES}, doc TEXT NOT NULL, text TEXT NOT NULL)`,
-      );
-    });
     try {
+      this.guard('start the new index', () => {
+        this.db.pragma('temp_store = FILE');
+        this.db.exec(
+          `DROP TABLE IF EXISTS temp.search_staging; CREATE TEMP TABLE search_staging (id INTEGER PRIMARY KEY, ${COLUMN_TYPES}, doc TEXT NOT NULL, text TEXT NOT NULL)`,
+        );
+      });
       for await (const batch of read()) {
         await this.gate?.turn();
         this.guard('fill the new index', () =>
