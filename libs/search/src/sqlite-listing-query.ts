@@ -36,12 +36,15 @@ export const byValue = (a: string, b: string): number => (a < b ? -1 : a > b ? 1
 
 /**
  * `q` as an FTS5 query: every word quoted (FTS5 cuts it again with its own tokenizer, as it cut the text), all
- * required, the last one also as a prefix. Undefined when `q` holds no word.
+ * required, the last one also as a prefix unless `whole` says of it that its prefix matches no other term than its own.
+ * Undefined when `q` holds no word.
  */
-export function matchExpression(q: string): string | undefined {
+export function matchExpression(q: string, whole?: (word: string) => boolean): string | undefined {
   const words = tokenize(q);
   if (words.length === 0) return undefined;
-  return words.map((w, i) => `"${w.replaceAll('"', '""')}"${i === words.length - 1 ? '*' : ''}`).join(' ');
+  const last = words.length - 1;
+  const prefix = !whole?.(words[last]!);
+  return words.map((w, i) => `"${w.replaceAll('"', '""')}"${i === last && prefix ? '*' : ''}`).join(' ');
 }
 
 export type LngRange = [number, number];

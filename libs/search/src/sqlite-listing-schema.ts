@@ -5,6 +5,9 @@ import type { ListingFields } from './listing-projection';
  * FTS5 text, removal tombstones and per-account facet counts kept by triggers.
  */
 /** The columns of a listing, in the order of {@link rowOf}. */
+/** How the text index cuts text into terms, and `q` with it (sqlite-text-terms.ts). */
+export const TEXT_TOKENIZER = 'porter unicode61';
+
 export const COLUMNS = [
   'listing_id',
   'account_id',
@@ -86,7 +89,7 @@ export const SCHEMA = `
   CREATE INDEX IF NOT EXISTS search_listings_bathrooms ON search_listings (account_id, bathrooms);
   CREATE INDEX IF NOT EXISTS search_listings_area ON search_listings (account_id, living_area);
   CREATE INDEX IF NOT EXISTS search_listings_source ON search_listings (account_id, source, external_id);
-  CREATE VIRTUAL TABLE IF NOT EXISTS search_text USING fts5 (text, content='', contentless_delete=1, tokenize='porter unicode61');
+  CREATE VIRTUAL TABLE IF NOT EXISTS search_text USING fts5 (text, content='', contentless_delete=1, tokenize='${TEXT_TOKENIZER}');
   -- Files made before the point index had an R*Tree of points; nothing reads or writes it any more.
   DROP TABLE IF EXISTS search_geo;
   CREATE TABLE IF NOT EXISTS search_removed (listing_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;

@@ -41,6 +41,7 @@ import {
   type Source,
 } from './sqlite-listing-query';
 import { COLUMN_TYPES, COLUMNS, priceBucket, RECOUNT, rowOf, SCHEMA } from './sqlite-listing-schema';
+import { onlyTermWithPrefix, TERMS_SCHEMA, TextTokenizer } from './sqlite-text-terms';
 import { filterKey } from './listing-projection';
 
 /**
@@ -102,6 +103,7 @@ export class SqliteListingIndex implements ListingIndex {
   private readonly gate?: { turn(): Promise<void> };
   private readonly rankWindow: number;
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly tokenizer = new TextTokenizer();
   /** `replaceAll` fills one connection-private staging table: one at a time. */
   private replacing: Promise<unknown> = Promise.resolve();
 
@@ -154,6 +156,7 @@ export class SqliteListingIndex implements ListingIndex {
               band.run(priceBucket(row.price), row.id);
           }
           this.db.exec(SCHEMA);
+          this.db.exec(TERMS_SCHEMA);
           if (exists && !counted) this.recount();
           const resoExists = table('search_reso');
           this.db.exec(RESO_SCHEMA);
@@ -357,6 +360,7 @@ export class SqliteListingIndex implements ListingIndex {
 
   async close(): Promise<void> {
     this.statements.clear();
+    this.tokenizer.close();
     if (this.owned && this.db.open) this.db.close();
   }
 
@@ -387,11 +391,19 @@ export class SqliteListingIndex implements ListingIndex {
     return plans;
   }
 
+  /** `q` as an FTS5 query, its last word a prefix only when the index holds a longer term that starts with it. */
+  private matchOf(q: string, run: Run): string | undefined {
+    return matchExpression(q, (word) => {
+      const term = this.tokenizer.tokens(word).at(-1);
+      return term !== undefined && onlyTermWithPrefix(term, run);
+    });
+  }
+
   /** One search, every statement through `run`. */
   private execute(search: ListingSearch, run: Run, scan: Scan): Omit<ListingSearchResult, 'tookMs'> {
     const { filters, sort } = search;
     if (sort.by === 'distance' && !filters.near) throw new Error('sorting by distance needs near');
-    const match = filters.q === undefined ? undefined : matchExpression(filters.q);
+    const match = filters.q === undefined ? undefined : this.matchOf(filters.q, run);
     if (filters.q !== undefined && match === undefined) {
       return { items: [], total: 0, next: null, facets: Object.fromEntries(search.facets.map((f) => [f, []])) };
     }
@@ -426,7 +438,7 @@ export class SqliteListingIndex implements ListingIndex {
 
     let rows: PageRow[];
     if (match !== undefined && sort.by === 'relevance')
-      rows = this.relevancePage(search, source, where, run, textAlone);
+      rows = this.relevancePage(search, source, where, match, run, textAlone);
     else if (sort.by !== 'relevance' && sort.by !== 'distance' && this.walks(search, total, run)) {
       // Many matches: the sort's index, walked in order with each row tested, finds a page in a few entries per item
       // where sorting every match would read them all.
@@ -713,7 +725,14 @@ export class SqliteListingIndex implements ListingIndex {
    * `rankWindow` matches (by row key) are ranked first, then the next ones, so a page scores at most a window's
    * matches however many there are (decision 0134). A search with fewer matches is one window: exact BM25 over all.
    */
-  private relevancePage(search: ListingSearch, source: Source, where: Where, run: Run, textAlone: boolean): PageRow[] {
+  private relevancePage(
+    search: ListingSearch,
+    source: Source,
+    where: Where,
+    match: string,
+    run: Run,
+    textAlone: boolean,
+  ): PageRow[] {
     const after = search.after;
     // bm25() needs the FTS5 cursor itself: the text table is joined here by its own MATCH, whatever drives.
     const text = source.driver === 'text';
@@ -722,7 +741,7 @@ export class SqliteListingIndex implements ListingIndex {
       : `${source.from} CROSS JOIN search_text ON search_text.rowid = l.id`;
     const matches = `SELECT l.id AS rid, l.listing_id AS id, -bm25(search_text) AS value, l.lat, l.lon
       FROM ${from} WHERE search_text MATCH ? AND ${where.sql}`;
-    const filterParams = [...(text ? [] : source.params), matchExpression(search.filters.q!), ...where.params];
+    const filterParams = [...(text ? [] : source.params), match, ...where.params];
     const keep = search.limit + 1;
     const rows: PageRow[] = [];
     // A cursor's window is read again by its range, from the cursor's item on; a new one is the newest matches below
