@@ -1,9 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { build } from 'esbuild';
-import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
 import { eventually, fixedPort, REPO_ROOT } from '@estate/testing';
 import {
@@ -159,15 +158,11 @@ class DocumentRun {
   }
 }
 
-/** The photos the documents upload. */
+/** The photos the documents upload, from the repository's `docs/examples`, where the commands name them. */
 async function photos(dir: string): Promise<void> {
-  for (const [name, background] of [
-    ['front.jpg', '#8ab'],
-    ['garden.jpg', '#6a4'],
-  ])
-    await sharp({ create: { width: 1200, height: 800, channels: 3, background } })
-      .jpeg()
-      .toFile(join(dir, name));
+  mkdirSync(join(dir, 'docs', 'examples'), { recursive: true });
+  for (const name of ['front.jpg', 'garden.jpg'])
+    copyFileSync(join(REPO_ROOT, 'docs', 'examples', name), join(dir, 'docs', 'examples', name));
 }
 
 const label = (s: Snippet) => `${relative(REPO_ROOT, s.file)}: ${s.code.split('\n')[0]}`;
@@ -381,7 +376,8 @@ withProduct('docs/webhooks.md', (run) => {
     expect(polled.http.every((h) => h.status === 200)).toBe(true);
 
     // A wrong key: one request, then the loop ends (it never reaches its sleep).
-    const refused = run().shell(`KEY=ek_wrong_key_0123456789abcdef\n${run().fill(poll.code)}`);
+    // In a subshell: the later steps keep the right key.
+    const refused = run().shell(`(\nADMIN_API_KEY=ek_wrong_key_0123456789abcdef\n${run().fill(poll.code)}\n)`);
     expect(refused.http.map((h) => h.status)).toEqual([401]);
     expect(refused.stderr).not.toContain('up to date');
     expect(refused.stderr).toMatch(/error: 401/);

@@ -67,7 +67,9 @@ export function runText(j: Job): string[] {
     `  removals    ${l.reconcile ? `keys ${l.keys === null ? 'none (no complete key pull)' : n(l.keys)}, ` : 'no key pull, '}${l.entityEvents === null ? '' : `entity events ${n(l.entityEvents)}, `}quarantined ${n(l.quarantined)}, hidden by the source ${n(l.hidden)}, restored ${n(l.restored)}, removed ${n(l.removed)}`,
     `  photos      downloaded ${n(l.mediaDownloaded)}, unchanged ${n(l.mediaUnchanged)}, uploaded ${n(l.mediaUploaded)}, removed ${n(l.mediaRemoved)}, failed ${n(l.mediaFailed)}`,
     `  source      requests ${n(l.requests)}, retries ${n(l.retries)}, restarts ${n(l.restarts)}, lag ${l.lagSeconds === null ? '-' : `${Math.round(l.lagSeconds)} s`}`,
-    `  cursor      ${cursorText(l.cursorBefore)} -> ${cursorText(l.cursorAfter)}`,
+    l.dryRun
+      ? `  cursor      ${cursorText(l.cursorBefore)} (not moved; a run would reach ${cursorText(l.cursorAfter)})`
+      : `  cursor      ${cursorText(l.cursorBefore)} -> ${cursorText(l.cursorAfter)}`,
   ];
   if (l.stopReason) lines.push(`  stopped     ${l.stopReason}`);
   for (const e of j.errors.slice(0, 20))

@@ -32,7 +32,16 @@ async function readFeed(options: ListenOptions, cursor: string): Promise<FeedPag
   url.searchParams.set('limit', '100');
   url.searchParams.set('after', cursor);
   if (options.types.length > 0) url.searchParams.set('types', options.types.join(','));
-  const response = await fetch(url, { headers: { authorization: `Bearer ${options.apiKey}` }, signal: options.signal });
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${options.apiKey}` },
+    signal: options.signal,
+  }).catch((err: unknown) => {
+    if (options.signal.aborted) throw err;
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(
+      `Cannot reach the API at ${options.apiUrl} (${cause?.code ?? cause?.message ?? (err as Error).message}): start the product there, or name it with --url (the default follows HOST and PORT)`,
+    );
+  });
   const body = (await response.json().catch(() => null)) as (FeedPage & { detail?: string }) | null;
   if (!response.ok || !body)
     throw new Error(`The change feed answered ${response.status}: ${body?.detail ?? 'no problem details'}`);

@@ -111,6 +111,9 @@ describe('npm run cli -- feeds', () => {
     const dry = await cli(['run', feedId, '--dry-run'], env);
     expect(dry.code).toBe(0);
     expect(dry.out).toContain('(dry run: nothing written)');
+    expect(dry.out).toContain(
+      'cursor      2026-01-01T00:00:03.000Z CLI3 (not moved; a run would reach 2026-01-01T00:01:00.000Z CLI1)',
+    );
     expect(dry.out).toMatch(/would {7}update CLI1 \(lst_\S+\): pricing/);
     expect(dry.out).toMatch(/would {7}create CLI3/);
     expect((await listings()).find((l) => l.externalId === 'CLI1')!.pricing.listPrice).toBe(300_000);

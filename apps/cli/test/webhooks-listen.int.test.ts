@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -118,5 +119,23 @@ describe('npm run cli -- webhooks listen', () => {
     );
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/The change feed answered 401/);
+  });
+
+  it('names the API it cannot reach, and how to name another', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const nowhere = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((resolve) => closed.close(resolve));
+    const run = await promisify(execFile)(
+      process.execPath,
+      [CLI, 'webhooks', 'listen', '--forward-to', receiver.url('laptop'), '--url', nowhere, '--key', ADMIN],
+      { env: { PATH: process.env.PATH ?? '', DATA_DIR: dir } },
+    ).then(
+      () => ({ code: 0, stderr: '' }),
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`Cannot reach the API at ${nowhere} (ECONNREFUSED)`);
+    expect(run.stderr).toContain('--url');
   });
 });

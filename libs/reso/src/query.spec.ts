@@ -30,6 +30,9 @@ describe('RESO query options', () => {
     expect(refusal({ $orderby: 'ListPrice,City,BedroomsTotal,YearBuilt' }).status).toBe(400);
     expect(refusal({ $orderby: 'X_Features' }).target).toBe('X_Features');
     expect(refusal({ $expand: 'Office' }).target).toBe('Office');
+    expect(refusal({ $expand: 'Media($top=1)' }).message).toBe(
+      '$expand: options inside Media(...) are not supported; expand Media alone',
+    );
     expect(refusal({ $select: 'Nope' }).target).toBe('Nope');
     expect(refusal({ $select: '' }).target).toBe('$select');
     expect(refusal({ $select: 'ListingKey,' }).target).toBe('$select');

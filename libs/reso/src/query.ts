@@ -102,8 +102,13 @@ export function parseCollectionQuery(
   const order = [...clientKeys, tiebreak];
 
   const expand = options.$expand === undefined ? [] : options.$expand.split(',').map((s) => s.trim());
-  for (const name of expand)
-    if (!(resource.expandable ?? []).includes(name)) throw badRequest(`$expand: ${name} cannot be expanded`, name);
+  for (const name of expand) {
+    if ((resource.expandable ?? []).includes(name)) continue;
+    const nested = /^(\w+)\s*\(/.exec(name)?.[1];
+    if (nested && (resource.expandable ?? []).includes(nested))
+      throw badRequest(`$expand: options inside ${nested}(...) are not supported; expand ${nested} alone`, name);
+    throw badRequest(`$expand: ${name} cannot be expanded`, name);
+  }
 
   const count = options.$count === undefined ? false : options.$count.toLowerCase() === 'true';
   if (options.$count !== undefined && !/^(true|false)$/i.test(options.$count))

@@ -55,8 +55,11 @@ export class BootstrapService {
   }
 }
 
-/** The banner that shows generated keys once, on the first start; empty when nothing was generated. */
-export function firstStartBanner(boot: BootstrapResult, baseUrl: string): string {
+/**
+ * The banner that shows generated keys once, on the first start; empty when nothing was generated. `serving`: the
+ * process prints it as it starts to serve (not the seed, which leaves the start to `npm start`).
+ */
+export function firstStartBanner(boot: BootstrapResult, baseUrl: string, serving = true): string {
   const { admin, platform } = boot.generated;
   if (!admin && !platform) return '';
   return [
@@ -64,7 +67,7 @@ export function firstStartBanner(boot: BootstrapResult, baseUrl: string): string
     '  First start: keys for this installation (shown only now; store them safely)',
     ...(admin ? [`    admin key of the default account (${boot.account.id}):  ${admin}`] : []),
     ...(platform ? [`    platform key (creates accounts):  ${platform}`] : []),
-    `  Try:  curl -H "Authorization: Bearer <admin key>" ${baseUrl}/v1/listings`,
+    `  ${serving ? 'Try:' : 'Then `npm start`, and try:'}  curl -H "Authorization: Bearer <admin key>" ${baseUrl}/v1/listings`,
     '',
     '',
   ].join('\n');

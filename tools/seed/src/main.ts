@@ -31,7 +31,7 @@ async function seedEmbedded(listings: number): Promise<void> {
   try {
     await product.app.listen({ port: 0, host: '127.0.0.1' });
     const url = `http://127.0.0.1:${(product.app.server.address() as AddressInfo).port}`;
-    process.stdout.write(firstStartBanner(product.boot, `http://${config.host}:${config.port}`));
+    process.stdout.write(firstStartBanner(product.boot, `http://${config.host}:${config.port}`, false));
     const account = await access.defaultAccount();
     if (!account) throw new Error('The data folder has no default account');
     const seeder = { accountId: account.id, keyId: 'seed', role: 'admin' as const, agentId: null };
