@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DocumentCollection, Filter, Update } from '@estate/store';
+import { runScoped, scopeOf } from '@estate/store/async-scope';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Bus } from './bus';
@@ -94,7 +94,6 @@ interface Queued {
  * relay publishes (a repeat after a crash is harmless: consumers are idempotent by event id).
  */
 export class SqliteUnitOfWork implements UnitOfWork {
-  private readonly current = new AsyncLocalStorage<SqliteUnit>();
   /** Rows being published by the unit that committed them: the sweep leaves them alone. */
   private readonly inFlight = new Set<number>();
   /** Rows published and not yet deleted. */
@@ -124,7 +123,7 @@ export class SqliteUnitOfWork implements UnitOfWork {
   }
 
   async run<R>(work: (unit: Unit) => Promise<R>): Promise<R> {
-    const open = this.current.getStore();
+    const open = scopeOf<SqliteUnit>(this);
     if (open) return work(open);
     const result = new Promise<R>((resolve, reject) => {
       this.queue.push({
@@ -228,7 +227,7 @@ export class SqliteUnitOfWork implements UnitOfWork {
               group.push(entry);
               this.deps.store.statement('SAVEPOINT unit').run();
               try {
-                entry.value = await this.current.run(queued.unit, () => queued.work(queued.unit));
+                entry.value = await runScoped(this, queued.unit, () => queued.work(queued.unit));
                 this.deps.store.statement('RELEASE unit').run();
                 entry.ok = true;
               } catch (err) {

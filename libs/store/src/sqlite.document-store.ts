@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -14,6 +13,7 @@ import {
   type Update,
   omittedFields,
 } from './document-store';
+import { runScoped, scopeOf } from './async-scope';
 import { BACKSTOP_PAGES, SqliteCheckpointer } from './sqlite-checkpointer';
 import { applyUpdate } from './sqlite-update';
 import {
@@ -277,7 +277,6 @@ export class SqliteDocumentStore implements DocumentStore {
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
   private readonly collections = new Map<string, SqliteCollection<StoredDoc>>();
-  private readonly context = new AsyncLocalStorage<symbol>();
   private open: OpenTransaction | null = null;
   private checkpointer?: SqliteCheckpointer;
 
@@ -393,7 +392,7 @@ export class SqliteDocumentStore implements DocumentStore {
    * busy timeout: keep `fn` short and free of network calls. Nested calls join the open transaction.
    */
   async transaction<R>(fn: () => Promise<R>): Promise<R> {
-    if (this.open && this.context.getStore() === this.open.token) return fn();
+    if (this.open && scopeOf(this) === this.open.token) return fn();
     // Not `await this.turn()` when free: the transaction must start now, before operations called after this one.
     while (this.open) await this.open.done;
     let end!: () => void;
@@ -401,7 +400,7 @@ export class SqliteDocumentStore implements DocumentStore {
     this.open = { token, done: new Promise<void>((resolve) => (end = resolve)) };
     try {
       this.db.exec('BEGIN IMMEDIATE');
-      const result = await this.context.run(token, fn);
+      const result = await runScoped(this, token, fn);
       this.db.exec('COMMIT');
       return result;
     } catch (err) {
@@ -415,7 +414,7 @@ export class SqliteDocumentStore implements DocumentStore {
 
   /** Resolves when this caller may use the connection: no transaction is open, or it runs inside the open one. */
   async turn(): Promise<void> {
-    while (this.open && this.context.getStore() !== this.open.token) await this.open.done;
+    while (this.open && scopeOf(this) !== this.open.token) await this.open.done;
   }
 
   /**
