@@ -4,10 +4,10 @@ import type { ListingFields } from './listing-projection';
  * The tables of the SQLite listing index: listing columns for filters, sorts and facets, the documents apart,
  * FTS5 text, removal tombstones and per-account facet counts kept by triggers.
  */
-/** The columns of a listing, in the order of {@link rowOf}. */
 /** How the text index cuts text into terms, and `q` with it (sqlite-text-terms.ts). */
 export const TEXT_TOKENIZER = 'porter unicode61';
 
+/** The columns of a listing, in the order of {@link rowOf}. */
 export const COLUMNS = [
   'listing_id',
   'account_id',

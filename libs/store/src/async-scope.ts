@@ -4,8 +4,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  * What the asynchronous work under way runs inside, per owner: a SQLite store's open transaction, a unit of work.
  *
  * One AsyncLocalStorage for every owner of the process. Node 20 copies each storage that has run once onto every
- * promise the process creates afterwards, anywhere: ten storages (five stores and their units of work in the embedded
- * profile) made every promise of every request pay ten copies. Here it pays one (decision 0137).
+ * promise the process creates afterwards, anywhere: nine storages (five stores and four units of work in the embedded
+ * profile) made every promise of every request pay nine copies. Here it pays one (decision 0137).
  */
 const storage = new AsyncLocalStorage<ReadonlyMap<object, unknown>>();
 
