@@ -121,6 +121,21 @@ pid_alive() { # pid_alive PIDFILE PATTERN -> 0 if the pid runs a command matchin
 	[[ $cmd =~ $2 ]]
 }
 
+# spawned_alive PIDFILE -> 0 while the process `spawn` started has not ended. For the start-up waits: it reads the
+# process's state, not its command line, which reads empty for an instant while nohup and setsid exec the engine
+# (pid_alive would then take a starting engine for dead).
+spawned_alive() {
+	local pid stat state
+	[ -s "$1" ] || return 1
+	pid="$(cat "$1" 2>/dev/null)" || return 1
+	[ -n "$pid" ] || return 1
+	stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
+	# The state follows the command name, which is in parentheses and may hold spaces.
+	state="${stat##*) }"
+	state="${state%% *}"
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
 # spawn LOGFILE PIDFILE CMD... : start CMD detached (own session, stdin /dev/null,
 # stdout+stderr to LOGFILE) and write its pid to PIDFILE. All other inherited file
 # descriptors (our stdout on fd 3, the lock on fd 9, a caller's pipes) are closed
@@ -232,7 +247,7 @@ nats_start() {
 nats_wait() {
 	local deadline=$((SECONDS + NATS_TIMEOUT))
 	until nats_answers; do
-		if [ "${nats_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/nats.pid" nats-server; then
+		if [ "${nats_started:-0}" = 1 ] && ! spawned_alive "$RUN_DIR/pids/nats.pid"; then
 			fail_with_log "nats: server exited during start-up" "$RUN_DIR/logs/nats.log"
 		fi
 		[ "$SECONDS" -lt "$deadline" ] || fail_with_log "nats: not answering after ${NATS_TIMEOUT}s" "$RUN_DIR/logs/nats.log"
@@ -279,7 +294,7 @@ pg_start() {
 pg_wait() {
 	local deadline=$((SECONDS + PG_TIMEOUT))
 	until "$PG_BIN/pg_isready" -q -h "$HOST" -p "$PG_PORT" -t 2 2>/dev/null; do
-		if [ "${pg_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/postgresql.pid" postgres; then
+		if [ "${pg_started:-0}" = 1 ] && ! spawned_alive "$RUN_DIR/pids/postgresql.pid"; then
 			fail_with_log "pg: PostgreSQL exited during start-up" "$RUN_DIR/logs/postgresql.log"
 		fi
 		[ "$SECONDS" -lt "$deadline" ] || fail_with_log "pg: not answering after ${PG_TIMEOUT}s" "$RUN_DIR/logs/postgresql.log"
@@ -374,7 +389,7 @@ mongo_start() {
 mongo_wait() {
 	local deadline=$((SECONDS + MONGO_TIMEOUT))
 	until tcp_open "$MONGO_PORT"; do
-		if [ "${mongo_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/ferretdb.pid" ferretdb; then
+		if [ "${mongo_started:-0}" = 1 ] && ! spawned_alive "$RUN_DIR/pids/ferretdb.pid"; then
 			fail_with_log "mongo: FerretDB exited during start-up" "$RUN_DIR/logs/ferretdb.log"
 		fi
 		[ "$SECONDS" -lt "$deadline" ] || fail_with_log "mongo: not answering after ${MONGO_TIMEOUT}s" "$RUN_DIR/logs/ferretdb.log"
@@ -510,7 +525,7 @@ es_wait() {
 	local deadline=$((SECONDS + ES_TIMEOUT)) health
 	until health="$(es_health -G -d wait_for_status=yellow -d timeout=3s)" &&
 		case "$health" in *'"status":"green"'* | *'"status":"yellow"'*) true ;; *) false ;; esac; do
-		if [ "${es_started:-0}" = 1 ] && ! pid_alive "$RUN_DIR/pids/elasticsearch-launcher.pid" . &&
+		if [ "${es_started:-0}" = 1 ] && ! spawned_alive "$RUN_DIR/pids/elasticsearch-launcher.pid" &&
 			! pid_alive "$ES_RUN/es.pid" org.elasticsearch; then
 			fail_with_log "es: Elasticsearch exited during start-up" \
 				"$RUN_DIR/logs/elasticsearch.log" "$ES_RUN/logs/estate-dev.log"
