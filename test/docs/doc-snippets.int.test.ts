@@ -159,7 +159,7 @@ class DocumentRun {
 }
 
 /** The photos the documents upload, from the repository's `docs/examples`, where the commands name them. */
-async function photos(dir: string): Promise<void> {
+function photos(dir: string): void {
   mkdirSync(join(dir, 'docs', 'examples'), { recursive: true });
   for (const name of ['front.jpg', 'garden.jpg'])
     copyFileSync(join(REPO_ROOT, 'docs', 'examples', name), join(dir, 'docs', 'examples', name));
@@ -287,7 +287,7 @@ describe('README.md', () => {
   let run: DocumentRun;
   beforeAll(async () => {
     run = new DocumentRun(await fixedPort(), {});
-    await photos(run.cwd);
+    photos(run.cwd);
   });
   afterAll(() => run.close());
 
@@ -309,11 +309,9 @@ function withProduct(file: string, tests: (get: () => DocumentRun) => void) {
       run = new DocumentRun(await fixedPort(), {
         ADMIN_API_KEY: ADMIN,
         // The keys the documents name: an admin key serves for every one of them.
-        KEY: ADMIN,
-        ADMIN_KEY: ADMIN,
         ESTATE_API_KEY: ADMIN,
       });
-      await photos(run.cwd);
+      photos(run.cwd);
       const started = run.shell('npm start');
       if (started.status !== 0) throw new Error(`npm start failed: ${started.stderr}`);
     });
