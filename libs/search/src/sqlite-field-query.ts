@@ -45,8 +45,8 @@ export function resoColumnsToAdd(existing: readonly string[]): string[] {
 
 const stored = (value: IndexValue): unknown => (typeof value === 'boolean' ? (value ? 1 : 0) : value);
 
-/** The statements that write one listing's RESO row and values (after deleting the old ones). */
-export function resoRowStatements(): { row: string; value: string; clearValues: string; clearRow: string } {
+/** The statements that write one listing's RESO row and values (after deleting the old ones), made once. */
+export const RESO_ROW_STATEMENTS = (() => {
   const names = SCALARS.map((f) => `"${f.name}"`);
   return {
     // An upsert, not INSERT OR REPLACE: an update then touches only the indexes of the columns that changed.
@@ -55,8 +55,8 @@ export function resoRowStatements(): { row: string; value: string; clearValues: 
     value: 'INSERT OR IGNORE INTO search_reso_values (field, value, id) VALUES (?, ?, ?)',
     clearValues: 'DELETE FROM search_reso_values WHERE id = ?',
     clearRow: 'DELETE FROM search_reso WHERE id = ?',
-  };
-}
+  } as const;
+})();
 
 export function resoRowParams(id: number, accountId: string, record: FieldRecord): unknown[] {
   return [id, accountId, ...SCALARS.map((f) => stored(record[f.name] as IndexValue))];

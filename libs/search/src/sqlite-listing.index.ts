@@ -23,7 +23,7 @@ import {
   RESO_SCHEMA,
   resoColumnsToAdd,
   resoRowParams,
-  resoRowStatements,
+  RESO_ROW_STATEMENTS,
   resoValueParams,
 } from './sqlite-field-query';
 import { arcDistanceMetres, distanceKm, projectListing, type ListingFields } from './listing-projection';
@@ -90,6 +90,20 @@ interface PageRow {
   /** The relevance window the row was ranked in. */
   window?: RankWindow;
 }
+
+/** The upsert of a listing's row: in the live index, and in the staging table of a rebuild (whose newer version wins). */
+const UPSERT_ROW = (() => {
+  const sql = (table: string, columns: readonly string[], onlyNewer: boolean) =>
+    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+       ON CONFLICT (listing_id) DO UPDATE SET ${columns
+         .filter((c) => c !== 'listing_id')
+         .map((c) => `${c} = excluded.${c}`)
+         .join(', ')}${onlyNewer ? ' WHERE excluded.version > version' : ''} RETURNING id`;
+  return {
+    live: sql('search_listings', COLUMNS, false),
+    staging: sql('temp.search_staging', [...COLUMNS, 'doc', 'text'], true),
+  };
+})();
 
 /** How many matches of `q` are ranked together (decision 0134): a page of relevance scores at most about this many. */
 export const RANK_WINDOW = 2000;
@@ -180,9 +194,11 @@ export class SqliteListingIndex implements ListingIndex {
       this.db
         .transaction(() => {
           for (const item of listings) {
-            if (this.knownVersion(item.listing.id) >= item.listing.version) continue;
-            this.write('search_listings', projectListing(item), item.listing);
-            this.statement('DELETE FROM search_removed WHERE listing_id = ?').run(item.listing.id);
+            const known = this.known(item.listing.id);
+            if (Math.max(known.indexed ?? 0, known.removed ?? 0) >= item.listing.version) continue;
+            this.write('search_listings', projectListing(item), item.listing, known.indexed !== null);
+            if (known.removed !== null)
+              this.statement('DELETE FROM search_removed WHERE listing_id = ?').run(item.listing.id);
           }
         })
         .immediate(),
@@ -196,7 +212,8 @@ export class SqliteListingIndex implements ListingIndex {
       this.db
         .transaction(() => {
           for (const { id, version } of removals) {
-            if (this.knownVersion(id) >= version) continue;
+            const known = this.known(id);
+            if (Math.max(known.indexed ?? 0, known.removed ?? 0) >= version) continue;
             const row = this.statement('DELETE FROM search_listings WHERE listing_id = ? RETURNING id').get(id) as
               { id: number } | undefined;
             if (row) {
@@ -665,29 +682,33 @@ export class SqliteListingIndex implements ListingIndex {
     this.db.exec(RECOUNT);
   }
 
-  /** Writes one listing's row (a newer version of it in the staging table) and, in the live index, its text and point. */
-  private write(table: 'search_listings' | 'temp.search_staging', fields: ListingFields, listing: Listing): void {
+  /**
+   * Writes one listing's row (a newer version of it in the staging table) and, in the live index, its document, text and
+   * RESO row. A listing with no row before (`replacing` false) has no old text or RESO values to delete: a row id is
+   * reused only after `remove` deleted those with the row.
+   */
+  private write(
+    table: 'search_listings' | 'temp.search_staging',
+    fields: ListingFields,
+    listing: Listing,
+    replacing = true,
+  ): void {
     const staging = table !== 'search_listings';
-    const columns = staging ? [...COLUMNS, 'doc', 'text'] : COLUMNS;
-    const updates = columns
-      .filter((c) => c !== 'listing_id')
-      .map((c) => `${c} = excluded.${c}`)
-      .join(', ');
     const values = rowOf(fields);
-    const row = this.statement(
-      `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
-       ON CONFLICT (listing_id) DO UPDATE SET ${updates}${staging ? ' WHERE excluded.version > version' : ''} RETURNING id`,
-    ).get(...values, ...(staging ? [JSON.stringify(listing), fields.searchText] : [])) as { id: number } | undefined;
+    const row = this.statement(UPSERT_ROW[staging ? 'staging' : 'live']).get(
+      ...values,
+      ...(staging ? [JSON.stringify(listing), fields.searchText] : []),
+    ) as { id: number } | undefined;
     if (staging || !row) return;
     this.statement('INSERT OR REPLACE INTO search_docs (id, doc) VALUES (?, ?)').run(row.id, JSON.stringify(listing));
-    this.writeReso(row.id, fields.accountId, listing);
-    this.statement('DELETE FROM search_text WHERE rowid = ?').run(row.id);
+    this.writeReso(row.id, fields.accountId, listing, replacing);
+    if (replacing) this.statement('DELETE FROM search_text WHERE rowid = ?').run(row.id);
     this.statement('INSERT INTO search_text (rowid, text) VALUES (?, ?)').run(row.id, fields.searchText);
   }
 
   /** The listing's RESO row and collection values (see sqlite-field-query.ts), replacing the old ones. */
   private writeReso(id: number, accountId: string, listing: Listing, replacing = true): void {
-    const sql = resoRowStatements();
+    const sql = RESO_ROW_STATEMENTS;
     const record = propertyIndexRecord(listing);
     // A new row has no old values (and in a bulk load their index, which the deletion would need, is not built yet).
     if (replacing) this.statement(sql.clearValues).run(id);
@@ -696,7 +717,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   private clearReso(id: number): void {
-    const sql = resoRowStatements();
+    const sql = RESO_ROW_STATEMENTS;
     this.statement(sql.clearValues).run(id);
     this.statement(sql.clearRow).run(id);
   }
@@ -712,12 +733,12 @@ export class SqliteListingIndex implements ListingIndex {
     for (const row of missing) this.writeReso(row.id, row.accountId, JSON.parse(row.doc) as Listing);
   }
 
-  /** The version the index holds for a listing, or its deletion's, or 0. */
-  private knownVersion(id: string): number {
-    const row = this.statement(
-      `SELECT max(coalesce((SELECT version FROM search_listings WHERE listing_id = @id), 0), coalesce((SELECT version FROM search_removed WHERE listing_id = @id), 0)) AS v`,
-    ).get({ id }) as { v: number };
-    return row.v;
+  /** The versions the index holds for a listing's row and for its deletion (null: none). */
+  private known(id: string): { indexed: number | null; removed: number | null } {
+    return this.statement(
+      `SELECT (SELECT version FROM search_listings WHERE listing_id = @id) AS indexed,
+        (SELECT version FROM search_removed WHERE listing_id = @id) AS removed`,
+    ).get({ id }) as { indexed: number | null; removed: number | null };
   }
 
   /**

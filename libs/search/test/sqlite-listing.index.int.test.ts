@@ -56,6 +56,50 @@ describe('sqlite listing index', () => {
     db.close();
   });
 
+  it('gives a new listing that takes a removed listing’s row id none of its text or RESO values', async () => {
+    const db = new Database(':memory:');
+    const index = new SqliteListingIndex({ database: db, name: 'listings' });
+    await index.open();
+    const withText = (id: string, description: string, features: string[]): Listing => {
+      const l = listing(id, 1);
+      return { ...l, propertyDetails: { ...l.propertyDetails, description, features } };
+    };
+    await index.upsert([{ accountId: 'acc_a', listing: withText('lst_a', 'Garden flat', []) }]);
+    await index.upsert([{ accountId: 'acc_a', listing: withText('lst_b', 'Harbour loft', ['pool', 'garage']) }]);
+    const rowOf = (id: string) =>
+      db.prepare('SELECT id FROM search_listings WHERE listing_id = ?').pluck().get(id) as number;
+    const removedRow = rowOf('lst_b');
+    await index.remove([{ id: 'lst_b', version: 2 }]);
+    // SQLite gives the next row the largest id plus one: the removed listing's.
+    await index.upsert([{ accountId: 'acc_a', listing: withText('lst_c', 'Orchard cottage', []) }]);
+    expect(rowOf('lst_c')).toBe(removedRow);
+
+    const q = async (text: string) =>
+      (
+        await index.search({
+          accountId: 'acc_a',
+          filters: { q: text },
+          sort: { by: 'relevance' },
+          limit: 10,
+          facets: [],
+        })
+      ).items.map((l) => l.id);
+    expect(await q('harbour')).toEqual([]);
+    expect(await q('orchard')).toEqual(['lst_c']);
+    expect(db.prepare('SELECT field, value FROM search_reso_values WHERE id = ?').all(removedRow)).toEqual([]);
+    const poolHolders = await index.select({
+      accountId: 'acc_a',
+      where: { kind: 'any', field: 'X_Features', values: ['pool'] },
+      order: [{ field: 'ListingKey', direction: 'asc' }],
+      limit: 10,
+      skip: 0,
+      count: true,
+    });
+    expect(poolHolders).toEqual({ items: [], total: 0 });
+    await index.close();
+    db.close();
+  });
+
   it('keeps its journals in memory, but stages a reindex in temporary files and then keeps them in memory again', async () => {
     const index = new SqliteListingIndex(':memory:');
     await index.open();
