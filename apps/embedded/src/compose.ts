@@ -35,6 +35,9 @@ const EMBEDDED_KEY_CACHE_MS = 2_000;
 /** Images a feed's photo sync lets wait for a render before it adds the next: the renderer never idles, memory stays flat. */
 const FEED_PHOTOS_AWAITING_RENDER = 8;
 
+/** The page cache of the files other than listings, KiB. */
+const KEYED_FILE_CACHE_KIB = 4096;
+
 /**
  * The embedded profile: the five services in one process, each with its own SQLite file in
  * DATA_DIR (documents, outbox, jobs; the listing search index in the listings file), talking over
@@ -53,14 +56,16 @@ export async function composeEmbedded(
   const bus = new MemoryBus(log.child({ component: 'bus' }));
   // The write-ahead logs are checkpointed on a worker thread, never inside a request's commit
   // (docs/decisions/0128-sqlite-checkpoints-off-the-event-loop.md).
-  const open = (service: string) =>
-    SqliteDocumentStore.open(storeFile(config.dataDir, service), { backgroundCheckpoints: true });
+  // The listings file, whose search index a search reads in ranges of thousands of pages, keeps SQLite's default page
+  // cache; the others, read and written by key, a smaller one (docs/decisions/0138-sqlite-page-caches.md).
+  const open = (service: string, cacheKiB?: number) =>
+    SqliteDocumentStore.open(storeFile(config.dataDir, service), { backgroundCheckpoints: true, cacheKiB });
   const stores = {
-    gateway: open('gateway'),
+    gateway: open('gateway', KEYED_FILE_CACHE_KIB),
     listings: open('listings'),
-    media: open('media'),
-    leads: open('leads'),
-    webhooks: open('webhooks'),
+    media: open('media', KEYED_FILE_CACHE_KIB),
+    leads: open('leads', KEYED_FILE_CACHE_KIB),
+    webhooks: open('webhooks', KEYED_FILE_CACHE_KIB),
   };
   const listingIndex =
     options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });

@@ -37,6 +37,11 @@ export interface SqliteStoreOptions {
    * see sqlite-checkpointer.ts). Off for short-lived tools, whose last close checkpoints anyway.
    */
   backgroundCheckpoints?: boolean;
+  /**
+   * The most memory SQLite keeps this file's pages in, KiB (SQLite's default: 16,000). Each connection's cache fills
+   * to it as the file grows; reads past it come from the operating system's file cache.
+   */
+  cacheKiB?: number;
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
@@ -296,6 +301,7 @@ export class SqliteDocumentStore implements DocumentStore {
       // statement with triggers first changes, and in files it writes them to a new temporary file past 64 KiB,
       // which most listing writes reach (docs/decisions/0135-sqlite-journals-in-memory.md).
       this.db.pragma('temp_store = MEMORY');
+      if (options.cacheKiB !== undefined) this.db.pragma(`cache_size = ${-Math.max(1, Math.floor(options.cacheKiB))}`);
       if (options.backgroundCheckpoints && path !== ':memory:' && path !== '') {
         this.db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
         this.checkpointer = SqliteCheckpointer.acquire(resolve(path));

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Database from 'better-sqlite3';
 import { buildSync } from 'esbuild';
 import { DuplicateKeyError } from '../src/document-store';
 import { SqliteDocumentStore } from '../src/sqlite.document-store';
@@ -87,6 +88,16 @@ describe('sqlite document store: one file, several connections and processes', (
     );
     expect((await a.findOne({ id: 'c' }))!.n).toBe(100);
     expect((await b.findOne({ id: 'c' }))!.n).toBe(100);
+  });
+
+  it('keeps the page cache it is given, and SQLite’s default when none is', async () => {
+    const defaultCache = new Database(':memory:').pragma('cache_size', { simple: true });
+    const plain = open();
+    const small = new SqliteDocumentStore(file, { cacheKiB: 4096 });
+    stores.push(small);
+    expect(plain.database.pragma('cache_size', { simple: true })).toBe(defaultCache);
+    // A negative cache_size is KiB.
+    expect(small.database.pragma('cache_size', { simple: true })).toBe(-4096);
   });
 
   it('updates from other processes and this one are atomic: no increment is lost', async () => {
