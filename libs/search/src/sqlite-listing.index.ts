@@ -91,6 +91,15 @@ interface PageRow {
   window?: RankWindow;
 }
 
+/** The versions the index holds for a listing: its row's and its deletion's (null: none). */
+interface KnownVersions {
+  indexed: number | null;
+  removed: number | null;
+}
+
+/** The newest version the index knows of a listing, written or removed (0: none); older writes change nothing. */
+const newestKnown = (known: KnownVersions): number => Math.max(known.indexed ?? 0, known.removed ?? 0);
+
 /** The upsert of a listing's row: in the live index, and in the staging table of a rebuild (whose newer version wins). */
 const UPSERT_ROW = (() => {
   const sql = (table: string, columns: readonly string[], onlyNewer: boolean) =>
@@ -195,7 +204,7 @@ export class SqliteListingIndex implements ListingIndex {
         .transaction(() => {
           for (const item of listings) {
             const known = this.known(item.listing.id);
-            if (Math.max(known.indexed ?? 0, known.removed ?? 0) >= item.listing.version) continue;
+            if (newestKnown(known) >= item.listing.version) continue;
             this.write('search_listings', projectListing(item), item.listing, known.indexed !== null);
             if (known.removed !== null)
               this.statement('DELETE FROM search_removed WHERE listing_id = ?').run(item.listing.id);
@@ -212,8 +221,7 @@ export class SqliteListingIndex implements ListingIndex {
       this.db
         .transaction(() => {
           for (const { id, version } of removals) {
-            const known = this.known(id);
-            if (Math.max(known.indexed ?? 0, known.removed ?? 0) >= version) continue;
+            if (newestKnown(this.known(id)) >= version) continue;
             const row = this.statement('DELETE FROM search_listings WHERE listing_id = ? RETURNING id').get(id) as
               { id: number } | undefined;
             if (row) {
@@ -734,11 +742,11 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   /** The versions the index holds for a listing's row and for its deletion (null: none). */
-  private known(id: string): { indexed: number | null; removed: number | null } {
+  private known(id: string): KnownVersions {
     return this.statement(
       `SELECT (SELECT version FROM search_listings WHERE listing_id = @id) AS indexed,
         (SELECT version FROM search_removed WHERE listing_id = @id) AS removed`,
-    ).get({ id }) as { indexed: number | null; removed: number | null };
+    ).get({ id }) as KnownVersions;
   }
 
   /**
