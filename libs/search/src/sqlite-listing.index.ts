@@ -18,6 +18,7 @@ import {
   type SearchAfter,
 } from './listing-index';
 import { propertyIndexRecord } from '@estate/reso';
+import { limitSql } from '@estate/store/sqlite-query';
 import {
   fieldQuerySql,
   RESO_SCHEMA,
@@ -67,6 +68,8 @@ export interface SqliteListingIndexOptions {
 
 /** Runs one statement of a search: for real, or to see its plan. */
 type Run = (sql: string, params: unknown[]) => unknown[];
+/** Prepared statements kept; field queries of a new shape are prepared once and reused. */
+const STATEMENT_CACHE_SIZE = 500;
 /** Runs one statement and hands its rows over one by one, as arrays of column values (many rows, no objects). */
 type Scan = (sql: string, params: unknown[]) => Iterable<unknown[]>;
 
@@ -258,9 +261,11 @@ export class SqliteListingIndex implements ListingIndex {
     await this.gate?.turn();
     return this.guard('search', () => {
       const { where, params, orderBy } = fieldQuerySql(query.accountId, query.where, query.order);
-      const ids = this.statement(`SELECT r.id FROM search_reso r WHERE ${where} ORDER BY ${orderBy} LIMIT ? OFFSET ?`)
+      const ids = this.statement(
+        `SELECT r.id FROM search_reso r WHERE ${where} ORDER BY ${orderBy} ${limitSql(query.limit)} OFFSET ?`,
+      )
         .pluck()
-        .all(...params, query.limit, query.skip) as number[];
+        .all(...params, query.skip) as number[];
       const docs = new Map<number, string>();
       if (ids.length > 0) {
         const found = this.statement('SELECT d.id, d.doc FROM json_each(?) j JOIN search_docs d ON d.id = j.value').all(
@@ -286,9 +291,9 @@ export class SqliteListingIndex implements ListingIndex {
     return (
       this.db
         .prepare(
-          `EXPLAIN QUERY PLAN SELECT r.id FROM search_reso r WHERE ${where} ORDER BY ${orderBy} LIMIT ? OFFSET ?`,
+          `EXPLAIN QUERY PLAN SELECT r.id FROM search_reso r WHERE ${where} ORDER BY ${orderBy} ${limitSql(query.limit)} OFFSET ?`,
         )
-        .all(...params, query.limit, query.skip) as Array<{ detail: string }>
+        .all(...params, query.skip) as Array<{ detail: string }>
     ).map((r) => r.detail);
   }
 
@@ -370,8 +375,8 @@ export class SqliteListingIndex implements ListingIndex {
       await this.gate?.turn();
       const rows = this.guard('scan', () =>
         this.statement(
-          'SELECT listing_id AS id, version FROM search_listings WHERE listing_id > ? ORDER BY listing_id LIMIT ?',
-        ).all(after, SCAN_BATCH),
+          `SELECT listing_id AS id, version FROM search_listings WHERE listing_id > ? ORDER BY listing_id ${limitSql(SCAN_BATCH)}`,
+        ).all(after),
       ) as Array<{ id: string; version: number }>;
       if (rows.length === 0) return;
       yield rows;
@@ -778,31 +783,32 @@ export class SqliteListingIndex implements ListingIndex {
     if (after) {
       const window = after.window ?? [0, null];
       const sql = `SELECT * FROM (${matches} AND search_text.rowid >= ? AND search_text.rowid < ?)
-        WHERE value < ? OR (value = ? AND id > ?) ORDER BY value DESC, id LIMIT ?`;
+        WHERE value < ? OR (value = ? AND id > ?) ORDER BY value DESC, id ${limitSql(keep)}`;
       const params = [...filterParams, window[0], window[1] ?? Number.MAX_SAFE_INTEGER];
-      for (const row of run(sql, [...params, after.value ?? 0, after.value ?? 0, after.id, keep]) as PageRow[])
+      for (const row of run(sql, [...params, after.value ?? 0, after.value ?? 0, after.id]) as PageRow[])
         rows.push({ ...row, window });
       if (window[0] === 0) return rows;
     }
     // With the text index alone to test, a window is scored from it, and only the rows that can make the page (as good
     // as its last) are read for their ids.
-    const windowSql = textAlone
-      ? `WITH ranked AS MATERIALIZED (SELECT *, min(rid) OVER () AS low, max(rid) OVER () AS high, count(*) OVER () AS n
+    const windowSql = (wanted: number): string =>
+      textAlone
+        ? `WITH ranked AS MATERIALIZED (SELECT *, min(rid) OVER () AS low, max(rid) OVER () AS high, count(*) OVER () AS n
           FROM (SELECT search_text.rowid AS rid, -bm25(search_text) AS value FROM search_text
-          WHERE search_text MATCH ? AND search_text.rowid < ? ORDER BY search_text.rowid DESC LIMIT ?))
+          WHERE search_text MATCH ? AND search_text.rowid < ? ORDER BY search_text.rowid DESC ${limitSql(this.rankWindow)}))
         SELECT ranked.rid, l.listing_id AS id, ranked.value, l.lat, l.lon, ranked.low, ranked.high, ranked.n
         FROM ranked CROSS JOIN search_listings l ON l.id = ranked.rid
         WHERE ranked.value >= coalesce((SELECT value FROM ranked ORDER BY value DESC LIMIT 1 OFFSET ?), -1e300)
-        ORDER BY ranked.value DESC, id LIMIT ?`
-      : `SELECT * FROM (SELECT *, min(rid) OVER () AS low, max(rid) OVER () AS high, count(*) OVER () AS n FROM (${matches}
-          AND search_text.rowid < ? ORDER BY search_text.rowid DESC LIMIT ?)) ORDER BY value DESC, id LIMIT ?`;
+        ORDER BY ranked.value DESC, id ${limitSql(wanted)}`
+        : `SELECT * FROM (SELECT *, min(rid) OVER () AS low, max(rid) OVER () AS high, count(*) OVER () AS n FROM (${matches}
+          AND search_text.rowid < ? ORDER BY search_text.rowid DESC ${limitSql(this.rankWindow)})) ORDER BY value DESC, id ${limitSql(wanted)}`;
     for (let to = after?.window?.[0] ?? null; rows.length < keep;) {
       const wanted = keep - rows.length;
       const found = run(
-        windowSql,
+        windowSql(wanted),
         textAlone
-          ? [filterParams[0], to ?? Number.MAX_SAFE_INTEGER, this.rankWindow, wanted - 1, wanted]
-          : [...filterParams, to ?? Number.MAX_SAFE_INTEGER, this.rankWindow, wanted],
+          ? [filterParams[0], to ?? Number.MAX_SAFE_INTEGER, wanted - 1]
+          : [...filterParams, to ?? Number.MAX_SAFE_INTEGER],
       ) as Array<PageRow & { low: number; high: number; n: number }>;
       if (found.length === 0) break;
       // The newest window ends at its newest match: listings added while the reader pages are above it, out of its pages.
@@ -845,14 +851,14 @@ export class SqliteListingIndex implements ListingIndex {
     const rows: PageRow[] = [];
     if (!after || after.value !== null || !nullable) {
       const keyset = after ? ` AND (${expr}, l.listing_id) ${cmp} (?, ?)` : '';
-      const sql = `${select}${nullable ? ` AND ${expr} IS NOT NULL` : ''}${keyset} ORDER BY value ${direction}, l.listing_id ${direction} LIMIT ?`;
-      const params = [...filterParams, ...(after ? [...exprParams, after.value ?? 0, after.id] : []), keep];
+      const sql = `${select}${nullable ? ` AND ${expr} IS NOT NULL` : ''}${keyset} ORDER BY value ${direction}, l.listing_id ${direction} ${limitSql(keep)}`;
+      const params = [...filterParams, ...(after ? [...exprParams, after.value ?? 0, after.id] : [])];
       rows.push(...(run(sql, params) as PageRow[]));
     }
     if (nullable && rows.length < keep) {
       const keyset = after && after.value === null ? ` AND l.listing_id ${cmp} ?` : '';
-      const sql = `${select} AND ${expr} IS NULL${keyset} ORDER BY l.listing_id ${direction} LIMIT ?`;
-      const params = [...filterParams, ...(keyset ? [after!.id] : []), keep - rows.length];
+      const sql = `${select} AND ${expr} IS NULL${keyset} ORDER BY l.listing_id ${direction} ${limitSql(keep - rows.length)}`;
+      const params = [...filterParams, ...(keyset ? [after!.id] : [])];
       rows.push(...(run(sql, params) as PageRow[]));
     }
     return rows;
@@ -888,6 +894,8 @@ export class SqliteListingIndex implements ListingIndex {
   private statement(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
+      // RESO filters come in as many shapes as clients write: the cache is bounded, as the document store's is.
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
       statement = this.db.prepare(sql);
       this.statements.set(sql, statement);
     }

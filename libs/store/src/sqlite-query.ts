@@ -4,6 +4,17 @@ import { isPlainObject } from './pull-matcher';
 /** A double-quoted SQL identifier. */
 export const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 
+/**
+ * A `LIMIT` clause with its count written into the SQL. Bound as a parameter, SQLite (3.53 here) reads the count while it
+ * plans and marks the statement to be planned again whenever a value is bound to it: every run of a cached statement
+ * would be compiled anew (docs/decisions/0139-sqlite-limits-in-the-sql.md).
+ */
+export function limitSql(count: number): string {
+  if (!Number.isSafeInteger(count) || count < -1)
+    throw new RangeError(`LIMIT must be an integer of -1 or more, not ${count}`);
+  return `LIMIT ${count}`;
+}
+
 const jsonPaths = new Map<string, string>();
 
 /** `nested.city` -> `$.nested.city` (segments quoted when they are not plain names); remembered, as every query asks again. */

@@ -22,6 +22,7 @@ import {
   arrayColumnExpr,
   ident,
   isOperatorObject,
+  limitSql,
   valueColumn,
   valueExpr,
 } from './sqlite-query';
@@ -159,7 +160,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
     try {
       return this.store.write(() => {
         const q = this.query();
-        const limit = Number.isFinite(max) ? ` LIMIT ${max}` : '';
+        const limit = Number.isFinite(max) ? ` ${limitSql(max)}` : '';
         const rows = this.store
           .statement(`SELECT id, doc FROM ${this.table} WHERE ${q.where(filter)}${limit}`)
           .all(...q.params) as Row[];
@@ -194,8 +195,8 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
     if (options.sort && Object.keys(options.sort).length > 0) sql += ` ORDER BY ${q.orderBy(options.sort)}`;
     const params: unknown[] = [...q.params];
     if (options.limit !== undefined || options.skip) {
-      sql += ' LIMIT ? OFFSET ?';
-      params.push(options.limit ?? -1, options.skip ?? 0);
+      sql += ` ${limitSql(options.limit ?? -1)} OFFSET ?`;
+      params.push(options.skip ?? 0);
     }
     return { sql, params };
   }
