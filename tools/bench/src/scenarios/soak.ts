@@ -91,6 +91,10 @@ export const soak: Scenario = {
     const total = Math.round(seconds * RATE);
     const latencies = new Float64Array(total);
     let answered = 0;
+    /** Each kind's latencies too: which kind makes the tail. */
+    const byKind = new Map<Kind, { latencies: Float64Array; answered: number }>(
+      [...new Set(MIX)].map((kind) => [kind, { latencies: new Float64Array(total), answered: 0 }]),
+    );
     let errors = 0;
     let timeouts = 0;
     const statusCodes: Record<string, number> = {};
@@ -170,7 +174,10 @@ export const soak: Scenario = {
       const p = send(n).then(
         (status) => {
           // Latency from when the request was due, so a stalled server is not hidden by a stalled sender.
-          latencies[answered++] = performance.timeOrigin + performance.now() - due;
+          const latency = performance.timeOrigin + performance.now() - due;
+          latencies[answered++] = latency;
+          const ofKind = byKind.get(MIX[n % MIX.length])!;
+          ofKind.latencies[ofKind.answered++] = latency;
           statusCodes[status] = (statusCodes[status] ?? 0) + 1;
         },
         (err: unknown) => {
@@ -243,6 +250,14 @@ export const soak: Scenario = {
         verdict: latency.p99 <= P99_GOAL_MS ? 'PASS' : 'BELOW TARGET',
         note: `every answer, ${answered} of ${total}; goal ≤ ${P99_GOAL_MS} ms`,
       },
+      ...[...byKind].map(([kind, k]): Ratio => {
+        const of = summary(k.latencies, k.answered);
+        return {
+          name: `soak: ${kind} p99 ms from due time`,
+          value: of.p99,
+          note: `${k.answered} answers; p50 ${of.p50} ms, max ${of.max} ms`,
+        };
+      }),
       {
         name: 'soak: RSS growth % after warm-up',
         value: growthPct,
