@@ -18,7 +18,7 @@ import {
   type SearchAfter,
 } from './listing-index';
 import { propertyIndexRecord } from '@estate/reso';
-import { limitSql } from '@estate/store/sqlite-query';
+import { limitSql, StatementCache } from '@estate/store/sqlite-query';
 import {
   fieldQuerySql,
   RESO_SCHEMA,
@@ -68,8 +68,6 @@ export interface SqliteListingIndexOptions {
 
 /** Runs one statement of a search: for real, or to see its plan. */
 type Run = (sql: string, params: unknown[]) => unknown[];
-/** Prepared statements kept; field queries of a new shape are prepared once and reused. */
-const STATEMENT_CACHE_SIZE = 500;
 /** Runs one statement and hands its rows over one by one, as arrays of column values (many rows, no objects). */
 type Scan = (sql: string, params: unknown[]) => Iterable<unknown[]>;
 
@@ -128,7 +126,7 @@ export class SqliteListingIndex implements ListingIndex {
   private readonly owned: boolean;
   private readonly gate?: { turn(): Promise<void> };
   private readonly rankWindow: number;
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements: StatementCache;
   private readonly tokenizer = new TextTokenizer();
   /** `replaceAll` fills one connection-private staging table: one at a time. */
   private replacing: Promise<unknown> = Promise.resolve();
@@ -140,6 +138,7 @@ export class SqliteListingIndex implements ListingIndex {
     this.rankWindow = rankWindow ?? RANK_WINDOW;
     this.owned = typeof database === 'string';
     this.db = typeof database === 'string' ? new Database(database) : database;
+    this.statements = new StatementCache(this.db);
     if (this.owned) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
@@ -892,14 +891,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   private statement(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      // RESO filters come in as many shapes as clients write: the cache is bounded, as the document store's is.
-      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return this.statements.get(sql);
   }
 
   /** A busy or locked database (another process holds it) is worth retrying; anything else is not. */

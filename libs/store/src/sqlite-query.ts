@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import type { Filter, SortSpec } from './document-store';
 import { isPlainObject } from './pull-matcher';
 
@@ -13,6 +14,33 @@ export function limitSql(count: number): string {
   if (!Number.isSafeInteger(count) || count < -1)
     throw new RangeError(`LIMIT must be an integer of -1 or more, not ${count}`);
   return `LIMIT ${count}`;
+}
+
+/**
+ * A connection's prepared statements, by SQL text: a query of a new shape is prepared once and reused. Bounded, as
+ * filters (documents' and RESO's) come in as many shapes as clients write: past `size`, it starts over.
+ */
+export class StatementCache {
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly size = 500,
+  ) {}
+
+  get(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      if (this.statements.size >= this.size) this.statements.clear();
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  clear(): void {
+    this.statements.clear();
+  }
 }
 
 const jsonPaths = new Map<string, string>();

@@ -23,6 +23,7 @@ import {
   ident,
   isOperatorObject,
   limitSql,
+  StatementCache,
   valueColumn,
   valueExpr,
 } from './sqlite-query';
@@ -46,8 +47,6 @@ export interface SqliteStoreOptions {
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
-/** Prepared statements kept per connection; filters of a new shape are prepared once and reused. */
-const STATEMENT_CACHE_SIZE = 500;
 
 function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
@@ -281,7 +280,7 @@ export class SqliteCollection<T extends StoredDoc> implements DocumentCollection
 export class SqliteDocumentStore implements DocumentStore {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements: StatementCache;
   private readonly collections = new Map<string, SqliteCollection<StoredDoc>>();
   private open: OpenTransaction | null = null;
   private checkpointer?: SqliteCheckpointer;
@@ -292,6 +291,7 @@ export class SqliteDocumentStore implements DocumentStore {
   ) {
     if (path !== ':memory:' && path !== '') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
+    this.statements = new StatementCache(this.db);
     try {
       // Before anything that may wait on another process's lock (switching to WAL does).
       this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS}`);
@@ -442,13 +442,7 @@ export class SqliteDocumentStore implements DocumentStore {
   }
 
   statement(sql: string): Database.Statement {
-    let stmt = this.statements.get(sql);
-    if (!stmt) {
-      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
-      stmt = this.db.prepare(sql);
-      this.statements.set(sql, stmt);
-    }
-    return stmt;
+    return this.statements.get(sql);
   }
 
   async ping(): Promise<void> {

@@ -44,3 +44,16 @@ describe('responseSerializerCompiler', () => {
     expect(JSON.parse(text)).toEqual({ result: { id: 'l2', duplicate: false }, strategy: null });
   });
 });
+
+describe('withoutValidatedUnions on a definition that refers to itself', () => {
+  it('keeps the recursive nullable as a union instead of copying the definition into itself forever', () => {
+    const node = {
+      type: 'object',
+      properties: { id: { type: 'string' }, parent: { anyOf: [{ $ref: '#/definitions/Node' }, { type: 'null' }] } },
+      required: ['id', 'parent'],
+      additionalProperties: false,
+    };
+    const json = { $ref: '#/definitions/Node', definitions: { Node: node } };
+    expect(unions(withoutValidatedUnions(json))).toBe(1);
+  });
+});

@@ -40,13 +40,22 @@ const isObject = (value: unknown): value is JsonSchema =>
  */
 export function withoutValidatedUnions(root: JsonSchema): JsonSchema {
   const definitions = isObject(root.definitions) ? root.definitions : {};
+  /** Each definition rewritten once; null while it is being rewritten (one that refers to itself stays a `$ref`). */
+  const rewritten = new Map<string, JsonSchema | null>();
   const resolve = (schema: unknown): JsonSchema | undefined => {
     if (!isObject(schema)) return undefined;
     const ref = schema.$ref;
     if (typeof ref !== 'string') return schema;
-    const name = /^#\/definitions\/([^/]+)$/.exec(ref)?.[1];
-    const target = name === undefined ? undefined : definitions[decodeURIComponent(name)];
-    return isObject(target) && typeof target.$ref !== 'string' ? rewrite(target) : undefined;
+    const match = /^#\/definitions\/([^/]+)$/.exec(ref)?.[1];
+    if (match === undefined) return undefined;
+    const name = decodeURIComponent(match);
+    if (!rewritten.has(name)) {
+      const target = definitions[name];
+      if (!isObject(target) || typeof target.$ref === 'string') return undefined;
+      rewritten.set(name, null);
+      rewritten.set(name, rewrite(target));
+    }
+    return rewritten.get(name) ?? undefined;
   };
   /** One type, no union of its own: a schema fast-json-stringify serializes without Ajv. */
   const plain = (schema: JsonSchema | undefined): schema is JsonSchema & { type: string } =>
