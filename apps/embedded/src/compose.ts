@@ -67,8 +67,10 @@ export async function composeEmbedded(
     leads: open('leads', KEYED_FILE_CACHE_KIB),
     webhooks: open('webhooks', KEYED_FILE_CACHE_KIB),
   };
-  const listingIndex =
-    options.listingIndex ?? new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
+  const ownIndex = options.listingIndex
+    ? undefined
+    : new SqliteListingIndex({ database: stores.listings.database, gate: stores.listings });
+  const listingIndex = options.listingIndex ?? ownIndex!;
   // Each service's writes, their events and (listings) the search rows commit in one transaction of its file.
   const allUnits: SqliteUnitOfWork[] = [];
   const units = (store: SqliteDocumentStore) => {
@@ -252,6 +254,8 @@ export async function composeEmbedded(
       // Units the last events started commit and publish before the bus closes (none is left to the relay).
       await Promise.all(allUnits.map((u) => u.settled()));
       await bus.close();
+      // Its count reader's thread stops; the file it shares is the listings store's, closed next.
+      await ownIndex?.close();
       for (const s of Object.values(stores)) await s.close();
     },
   };

@@ -43,6 +43,7 @@ import {
 } from './sqlite-listing-query';
 import { COLUMN_TYPES, COLUMNS, priceBucket, RECOUNT, rowOf, SCHEMA } from './sqlite-listing-schema';
 import { onlyTermWithPrefix, TERMS_SCHEMA, TextTokenizer } from './sqlite-text-terms';
+import { SqliteCountReader } from './sqlite-count-reader';
 import { filterKey } from './listing-projection';
 
 /**
@@ -64,6 +65,22 @@ export interface SqliteListingIndexOptions {
   gate?: { turn(): Promise<void> };
   /** How many matches of `q` are ranked together (decision 0134); {@link RANK_WINDOW} unless given. */
   rankWindow?: number;
+  /**
+   * Whether a `q` search counts its matches on a second connection of its own thread while this one ranks the page
+   * (decision 0141); true unless given. An in-memory database has no second connection: it counts in line.
+   */
+  countApart?: boolean;
+}
+
+/** A statement that counts a search's matches. */
+interface CountStatement {
+  sql: string;
+  params: unknown[];
+}
+
+/** A search's total, counted by the count reader while the page is ranked: its statement and its answer to come. */
+interface CountApart extends CountStatement {
+  total: Promise<number>;
 }
 
 /** Runs one statement of a search: for real, or to see its plan. */
@@ -128,17 +145,19 @@ export class SqliteListingIndex implements ListingIndex {
   private readonly rankWindow: number;
   private readonly statements: StatementCache;
   private readonly tokenizer = new TextTokenizer();
+  private readonly counter?: SqliteCountReader;
   /** `replaceAll` fills one connection-private staging table: one at a time. */
   private replacing: Promise<unknown> = Promise.resolve();
 
   constructor(options: SqliteListingIndexOptions | Database.Database | string) {
-    const { database, name, gate, rankWindow } =
+    const { database, name, gate, rankWindow, countApart } =
       typeof options === 'string' || options instanceof Database ? { database: options } : options;
     this.gate = gate;
     this.rankWindow = rankWindow ?? RANK_WINDOW;
     this.owned = typeof database === 'string';
     this.db = typeof database === 'string' ? new Database(database) : database;
     this.statements = new StatementCache(this.db);
+    if (countApart !== false && !this.db.memory) this.counter = new SqliteCountReader(this.db.name);
     if (this.owned) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
@@ -243,7 +262,8 @@ export class SqliteListingIndex implements ListingIndex {
   async search(search: ListingSearch): Promise<ListingSearchResult> {
     await this.gate?.turn();
     const started = performance.now();
-    const result = this.guard('search', () =>
+    // Every statement on this connection runs in this one turn; only the count apart is awaited.
+    const { count, ...result } = this.guard('search', () =>
       this.execute(
         search,
         (sql, params) => this.statement(sql).all(...params),
@@ -253,7 +273,18 @@ export class SqliteListingIndex implements ListingIndex {
             .iterate(...params) as Iterable<unknown[]>,
       ),
     );
+    if (count) result.total = await this.totalOf(count);
     return { ...result, tookMs: performance.now() - started };
+  }
+
+  /** The count reader's total; if it failed, counted on this connection (which reports its own errors). */
+  private async totalOf({ sql, params, total }: CountApart): Promise<number> {
+    try {
+      return await total;
+    } catch {
+      await this.gate?.turn();
+      return this.guard('search', () => (this.statement(sql).get(...params) as { n: number }).n);
+    }
   }
 
   async select(query: FieldQuery): Promise<FieldQueryResult> {
@@ -388,6 +419,7 @@ export class SqliteListingIndex implements ListingIndex {
   }
 
   async close(): Promise<void> {
+    await this.counter?.close();
     this.statements.clear();
     this.tokenizer.close();
     if (this.owned && this.db.open) this.db.close();
@@ -403,7 +435,7 @@ export class SqliteListingIndex implements ListingIndex {
       const rows = this.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>;
       plans.push(sql.replace(/\s+/g, ' ').slice(0, 90), ...rows.map((r) => `  ${r.detail}`));
     };
-    this.execute(
+    const { count } = this.execute(
       search,
       (sql, params) => {
         plan(sql, params);
@@ -417,6 +449,7 @@ export class SqliteListingIndex implements ListingIndex {
           .iterate(...params) as Iterable<unknown[]>;
       },
     );
+    if (count) plan(count.sql, count.params);
     return plans;
   }
 
@@ -428,8 +461,15 @@ export class SqliteListingIndex implements ListingIndex {
     });
   }
 
-  /** One search, every statement through `run`. */
-  private execute(search: ListingSearch, run: Run, scan: Scan): Omit<ListingSearchResult, 'tookMs'> {
+  /**
+   * One search, every statement through `run`, but the count of a `q` search ranked by relevance without facets: its
+   * page does not depend on it, so the count reader counts meanwhile (`count`, awaited by the caller).
+   */
+  private execute(
+    search: ListingSearch,
+    run: Run,
+    scan: Scan,
+  ): Omit<ListingSearchResult, 'tookMs'> & { count?: CountApart } {
     const { filters, sort } = search;
     if (sort.by === 'distance' && !filters.near) throw new Error('sorting by distance needs near');
     const match = filters.q === undefined ? undefined : this.matchOf(filters.q, run);
@@ -455,7 +495,20 @@ export class SqliteListingIndex implements ListingIndex {
       source.driver === 'text' &&
       Object.entries(filters).every(([k, v]) => k === 'q' || v === undefined) &&
       this.holdsAll(search.accountId, run);
-    const { total, counts } = this.tally(search, source, where, run, scan, textAlone);
+    const apart =
+      this.counter && match !== undefined && sort.by === 'relevance' && search.facets.length === 0
+        ? this.countStatement(source, where, textAlone)
+        : undefined;
+    // The reader's connection has no distance function: a search near a point counts here.
+    const count: CountApart | undefined =
+      apart && !apart.sql.includes(DISTANCE_FN)
+        ? { ...apart, total: this.counter!.count(apart.sql, apart.params) }
+        : undefined;
+    // Awaited (and its failure handled) once the page is read; until then a failure is not unhandled.
+    count?.total.catch(() => undefined);
+    const { total, counts } = count
+      ? { total: 0, counts: [] }
+      : this.tally(search, source, where, run, scan, textAlone);
     const facets: Partial<Record<ListingFacet, FacetCount[]>> = {};
     search.facets.forEach((name, i) => {
       facets[name] = [...counts[i]]
@@ -478,7 +531,7 @@ export class SqliteListingIndex implements ListingIndex {
       };
       rows = this.sortedPage(search, walk, filterWhere(search.accountId, filters, walk, match), run);
     } else rows = this.sortedPage(search, source, where, run);
-    return this.answer(search, rows, total, facets, run);
+    return { ...this.answer(search, rows, total, facets, run), ...(count ? { count } : {}) };
   }
 
   /** The page's documents (with their distances from `near`), and where the next page starts. */
@@ -598,22 +651,13 @@ export class SqliteListingIndex implements ListingIndex {
       return { total, counts };
     }
 
-    // The text index's matches are the account's matches: counted without reading their rows.
-    if (search.facets.length === 0 && textAlone) {
-      const [row] = run('SELECT count(*) AS n FROM search_text WHERE search_text MATCH ?', source.params) as Array<{
-        n: number;
-      }>;
+    if (search.facets.length === 0) {
+      const { sql, params } = this.countStatement(source, where, textAlone);
+      const [row] = run(sql, params) as Array<{ n: number }>;
       return { total: row?.n ?? 0, counts };
     }
     // Every match once, through the source's index: the total, and each facet asked for counted in the same pass
     // (a GROUP BY would sort the matches first).
-    if (search.facets.length === 0) {
-      const [row] = run(`SELECT count(*) AS n FROM ${source.from} WHERE ${where.sql}`, [
-        ...source.params,
-        ...where.params,
-      ]) as Array<{ n: number }>;
-      return { total: row?.n ?? 0, counts };
-    }
     const columns = search.facets.map((f) => FACET_COLUMNS[f].select).join(', ');
     for (const row of scan(`SELECT ${columns} FROM ${source.from} WHERE ${where.sql}`, [
       ...source.params,
@@ -624,6 +668,19 @@ export class SqliteListingIndex implements ListingIndex {
         counts[i].set(row[i] as string, (counts[i].get(row[i] as string) ?? 0) + 1);
     }
     return { total, counts };
+  }
+
+  /**
+   * The statement that counts the matches when no kept count answers: from the text index alone when its matches are
+   * the account's (no row read), otherwise every match once through the source's index.
+   */
+  private countStatement(source: Source, where: Where, textAlone: boolean): CountStatement {
+    return textAlone
+      ? { sql: 'SELECT count(*) AS n FROM search_text WHERE search_text MATCH ?', params: source.params }
+      : {
+          sql: `SELECT count(*) AS n FROM ${source.from} WHERE ${where.sql}`,
+          params: [...source.params, ...where.params],
+        };
   }
 
   private async replace(read: () => AsyncIterable<readonly IndexedListing[]>): Promise<{ indexed: number }> {

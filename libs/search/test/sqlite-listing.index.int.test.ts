@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Listing } from '@estate/contracts/listings';
 import type { ListingFilters, ListingSearch } from '../src/listing-index';
@@ -7,6 +10,14 @@ import { fieldQueryContract } from './field-query.contract';
 import { listingIndexContract } from './listing-index.contract';
 
 listingIndexContract('sqlite', () => ({ open: async () => new SqliteListingIndex(':memory:') }));
+// A file: `q` searches count their matches on the count reader's own connection (decision 0141), same answers.
+listingIndexContract('sqlite file, counting apart', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sqlite-index-'));
+  return {
+    open: async () => new SqliteListingIndex(join(dir, 'listings.sqlite')),
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+});
 fieldQueryContract('sqlite', () => ({ open: async () => new SqliteListingIndex(':memory:') }));
 
 describe('sqlite listing index', () => {
