@@ -42,9 +42,11 @@ describe('sqlite count reader', () => {
   it('never writes, reports a failing statement and keeps counting', async () => {
     const reader = new SqliteCountReader(file);
     try {
-      await expect(reader.count('DELETE FROM t RETURNING 1', [])).rejects.toBeInstanceOf(CountReaderFailed);
-      await expect(reader.count('SELECT count(*) FROM missing', [])).rejects.toThrow(/no such table: missing/);
       db.prepare('INSERT INTO t (n) VALUES (5)').run();
+      const write = reader.count('DELETE FROM t RETURNING 1', []);
+      await expect(write).rejects.toBeInstanceOf(CountReaderFailed);
+      await expect(write).rejects.toThrow(/readonly/);
+      await expect(reader.count('SELECT count(*) FROM missing', [])).rejects.toThrow(/no such table: missing/);
       expect(await reader.count(COUNT, [0])).toBe(1);
     } finally {
       await reader.close();
