@@ -11,8 +11,14 @@ import { Worker } from 'node:worker_threads';
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma('query_only = ON');
+let db;
+try {
+  db = new Database(workerData.file, { fileMustExist: true });
+  db.pragma('query_only = ON');
+} catch (err) {
+  // A plain Error crosses to the parent thread with its message; the driver's own error class does not.
+  throw new Error(String(err && err.message));
+}
 const prepared = new Map();
 parentPort.on('message', ({ id, sql, params }) => {
   try {
@@ -36,18 +42,23 @@ interface Pending {
 
 export class CountReaderFailed extends Error {}
 
+/** Threads that may stop in a row (none of them having counted) before the reader stops making new ones. */
+const THREADS_LOST_BEFORE_GIVING_UP = 3;
+
 export class SqliteCountReader {
   private worker?: Worker;
   private readonly pending = new Map<number, Pending>();
   private next = 0;
-  private closed = false;
+  private closed?: string;
+  /** Threads lost since one last counted. */
+  private lost = 0;
 
   /** `file`: the index's database file (an in-memory database has no second connection: no reader for it). */
   constructor(private readonly file: string) {}
 
   /** The single number the statement's first row holds (`SELECT count(*) …`), from the reader's connection. */
   count(sql: string, params: readonly unknown[]): Promise<number> {
-    if (this.closed) return Promise.reject(new CountReaderFailed('the count reader is closed'));
+    if (this.closed) return Promise.reject(new CountReaderFailed(this.closed));
     const worker = this.start();
     const id = this.next++;
     return new Promise<number>((resolve, reject) => {
@@ -59,7 +70,7 @@ export class SqliteCountReader {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.closed = 'the count reader is closed';
     const worker = this.worker;
     this.worker = undefined;
     this.fail(new CountReaderFailed('the count reader is closed'));
@@ -77,17 +88,22 @@ export class SqliteCountReader {
       if (!waiting) return;
       this.pending.delete(message.id);
       if (this.pending.size === 0) worker.unref();
+      this.lost = 0;
       if (message.error !== undefined) {
         waiting.reject(Object.assign(new CountReaderFailed(message.error), { code: message.code }));
       } else waiting.resolve(Number(message.value ?? 0));
     });
-    // A reader that fails is made again at the next count; what it was counting is counted by the caller.
-    const lost = (err: Error) => {
-      if (this.worker === worker) this.worker = undefined;
+    // A thread that fails is made again at the next count; what it was counting is counted by the caller. A file the
+    // reader cannot open (moved, or not readable) fails every thread at once: after a few, it stops making them.
+    const lose = (err: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
       this.fail(err);
+      if (++this.lost >= THREADS_LOST_BEFORE_GIVING_UP)
+        this.closed = `the count reader stopped after ${this.lost} threads in a row failed`;
     };
-    worker.on('error', (err) => lost(new CountReaderFailed(`the count reader failed: ${err.message}`, { cause: err })));
-    worker.on('exit', (code) => lost(new CountReaderFailed(`the count reader stopped (exit code ${code})`)));
+    worker.on('error', (err) => lose(new CountReaderFailed(`the count reader failed: ${err.message}`, { cause: err })));
+    worker.on('exit', (code) => lose(new CountReaderFailed(`the count reader stopped (exit code ${code})`)));
     worker.unref();
     this.worker = worker;
     return worker;

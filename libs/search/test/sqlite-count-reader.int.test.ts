@@ -62,6 +62,18 @@ describe('sqlite count reader', () => {
     await reader.close();
     await expect(reader.count(COUNT, [0])).rejects.toThrow('the count reader is closed');
   });
+
+  it('stops making threads once a few in a row failed, as on a file it cannot open', async () => {
+    const reader = new SqliteCountReader(join(dir, 'moved-away.sqlite'));
+    try {
+      for (let i = 0; i < 3; i++) await expect(reader.count(COUNT, [0])).rejects.toThrow(/unable to open|exit code/);
+      await expect(reader.count(COUNT, [0])).rejects.toThrow(
+        'the count reader stopped after 3 threads in a row failed',
+      );
+    } finally {
+      await reader.close();
+    }
+  });
 });
 
 describe('sqlite listing index, counting apart', () => {
