@@ -8,6 +8,9 @@ import { Worker } from 'node:worker_threads';
  * The worker's source is a string: the same module runs from TypeScript under the tests and from the built bundle,
  * and neither has to ship a separate worker file.
  */
+/** Prepared statements the worker keeps: a search has few count shapes, bounded as the index's own cache is. */
+const WORKER_STATEMENTS = 50;
+
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
@@ -24,7 +27,7 @@ parentPort.on('message', ({ id, sql, params }) => {
   try {
     let statement = prepared.get(sql);
     if (!statement) {
-      if (prepared.size >= ${50}) prepared.clear();
+      if (prepared.size >= ${WORKER_STATEMENTS}) prepared.clear();
       statement = db.prepare(sql).pluck();
       prepared.set(sql, statement);
     }

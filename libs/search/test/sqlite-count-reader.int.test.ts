@@ -2,9 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { Listing } from '@estate/contracts/listings';
 import { CountReaderFailed, SqliteCountReader } from '../src/sqlite-count-reader';
-import { SqliteListingIndex } from '../src/sqlite-listing.index';
 
 describe('sqlite count reader', () => {
   let dir: string;
@@ -72,66 +70,6 @@ describe('sqlite count reader', () => {
       );
     } finally {
       await reader.close();
-    }
-  });
-});
-
-describe('sqlite listing index, counting apart', () => {
-  const listing = (id: string, description: string): Listing => ({
-    id,
-    status: 'active',
-    pricing: { listPrice: 100000, currency: 'USD', pricePerArea: null },
-    propertyDetails: { propertyType: 'residential', livingAreaUnits: 'sqft', description },
-    location: {
-      address: { street: '1 Main St', city: 'Austin', stateOrProvince: 'TX', postalCode: '78701', country: 'US' },
-      latitude: 30.2,
-      longitude: -97.7,
-    },
-    media: { photoCount: 0, primaryPhoto: null, virtualTours: [], photosChangedAt: null },
-    listedAt: null,
-    version: 1,
-    createdAt: '2024-01-01T00:00:00.000Z',
-    updatedAt: '2024-01-01T00:00:00.000Z',
-  });
-
-  it('gives the totals of counting in line, and counts in line when the reader fails', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'count-apart-'));
-    const db = new Database(join(dir, 'listings.sqlite'));
-    db.pragma('journal_mode = WAL');
-    const apart = new SqliteListingIndex({ database: db, rankWindow: 3 });
-    const inline = new SqliteListingIndex({ database: db, rankWindow: 3, countApart: false });
-    try {
-      await apart.open();
-      const words = ['garden pool', 'garden', 'pool deck', 'garden pool deck', 'quiet garden'];
-      await apart.upsert(
-        Array.from({ length: 25 }, (_, i) => ({
-          accountId: i % 5 === 0 ? 'acc_b' : 'acc_a',
-          listing: listing(`lst_${String(i).padStart(2, '0')}`, words[i % words.length]),
-        })),
-      );
-      const search = (index: SqliteListingIndex, q: string, accountId = 'acc_a') =>
-        index.search({ accountId, filters: { q }, sort: { by: 'relevance' }, limit: 4, facets: [] });
-      for (const [q, accountId] of [
-        ['garden', 'acc_a'],
-        ['garden poo', 'acc_a'],
-        ['deck', 'acc_b'],
-        ['nothing', 'acc_a'],
-      ]) {
-        const [a, b] = [await search(apart, q, accountId), await search(inline, q, accountId)];
-        expect(a.total).toBe(b.total);
-        expect(a.items.map((l) => l.id)).toEqual(b.items.map((l) => l.id));
-        expect(a.next).toEqual(b.next);
-      }
-      expect((await search(apart, 'garden')).total).toBe(15);
-
-      // The reader gone (its thread failed or was closed): the same total, counted on the index's connection.
-      await (apart as unknown as { counter: SqliteCountReader }).counter.close();
-      expect((await search(apart, 'garden')).total).toBe(15);
-    } finally {
-      await apart.close();
-      await inline.close();
-      db.close();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

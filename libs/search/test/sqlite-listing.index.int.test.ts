@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Listing } from '@estate/contracts/listings';
 import type { ListingFilters, ListingSearch } from '../src/listing-index';
+import type { SqliteCountReader } from '../src/sqlite-count-reader';
 import { SqliteListingIndex } from '../src/sqlite-listing.index';
 import { onlyTermWithPrefix, TextTokenizer } from '../src/sqlite-text-terms';
 import { fieldQueryContract } from './field-query.contract';
@@ -36,6 +37,55 @@ describe('sqlite listing index', () => {
     version,
     createdAt: '2024-01-01T00:00:00.000Z',
     updatedAt: '2024-01-01T00:00:00.000Z',
+  });
+
+  // On a file, a `q` search's total comes from the count reader (decision 0141).
+  describe('counting apart', () => {
+    const withDescription = (id: string, description: string): Listing => {
+      const l = listing(id, 1);
+      return { ...l, propertyDetails: { ...l.propertyDetails, description } };
+    };
+
+    it('counts a q search’s matches apart with the totals of counting in line, and counts in line when the reader fails', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'count-apart-'));
+      const db = new Database(join(dir, 'listings.sqlite'));
+      db.pragma('journal_mode = WAL');
+      const apart = new SqliteListingIndex({ database: db, rankWindow: 3 });
+      const inline = new SqliteListingIndex({ database: db, rankWindow: 3, countApart: false });
+      try {
+        await apart.open();
+        const words = ['garden pool', 'garden', 'pool deck', 'garden pool deck', 'quiet garden'];
+        await apart.upsert(
+          Array.from({ length: 25 }, (_, i) => ({
+            accountId: i % 5 === 0 ? 'acc_b' : 'acc_a',
+            listing: withDescription(`lst_${String(i).padStart(2, '0')}`, words[i % words.length]),
+          })),
+        );
+        const search = (index: SqliteListingIndex, q: string, accountId = 'acc_a') =>
+          index.search({ accountId, filters: { q }, sort: { by: 'relevance' }, limit: 4, facets: [] });
+        for (const [q, accountId] of [
+          ['garden', 'acc_a'],
+          ['garden poo', 'acc_a'],
+          ['deck', 'acc_b'],
+          ['nothing', 'acc_a'],
+        ]) {
+          const [a, b] = [await search(apart, q, accountId), await search(inline, q, accountId)];
+          expect(a.total).toBe(b.total);
+          expect(a.items.map((l) => l.id)).toEqual(b.items.map((l) => l.id));
+          expect(a.next).toEqual(b.next);
+        }
+        expect((await search(apart, 'garden')).total).toBe(15);
+
+        // The reader gone (its thread failed or was closed): the same total, counted on the index's connection.
+        await (apart as unknown as { counter: SqliteCountReader }).counter.close();
+        expect((await search(apart, 'garden')).total).toBe(15);
+      } finally {
+        await apart.close();
+        await inline.close();
+        db.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 
   it('lives in its own tables of a shared database, left open on close, and finds them again', async () => {
