@@ -136,6 +136,7 @@ export async function composeMedia(deps: {
       await sweeper.stop();
       await Promise.all(subscribers.map((s) => s.stop()));
       await relay.stop();
+      await images.stop();
     },
   };
 }

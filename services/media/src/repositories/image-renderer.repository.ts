@@ -1,16 +1,10 @@
 import { PassThrough, type Readable } from 'node:stream';
 import type { ImageContentType } from '@estate/contracts/media';
-import sharp, { type Metadata, type OutputInfo, type Sharp } from 'sharp';
+import sharp, { type Metadata, type Sharp } from 'sharp';
 import type { Rendition } from '../gallery.rules';
-import {
-  displayedSize,
-  LARGE_MAX_SIDE,
-  renditionPlan,
-  sizeRefusal,
-  THUMB_MAX_SIDE,
-  type FileFormat,
-  type RenditionSpec,
-} from '../image.rules';
+import { displayedSize, sizeRefusal, type FileFormat, type RenditionSpec } from '../image.rules';
+import { RenderThreads, type FileSink } from './render-thread';
+import { makeRenditions, renditionRecipe } from './rendition-pipeline';
 
 /**
  * The header says the image is not what it claims, or cannot be read. `message` says so in our
@@ -118,11 +112,17 @@ async function readAll(stream: Readable, maxBytes: number, size?: number): Promi
  */
 export class ImageRendererRepository {
   private readonly gate: Semaphore;
+  private readonly threads = new RenderThreads();
 
   constructor(private readonly options: ImageRendererOptions) {
     this.gate = new Semaphore(options.pipelines);
     sharp.concurrency(options.threadsPerPipeline);
     sharp.cache(false);
+  }
+
+  /** Ends the render threads (a render still running rejects with RenderThreadLost); the next render starts one. */
+  stop(): Promise<void> {
+    return this.threads.stop();
   }
 
   get maxPixels(): number {
@@ -164,9 +164,9 @@ export class ImageRendererRepository {
   }
 
   /**
-   * Renders one stored upload (see {@link renderImage}), at most `pipelines` at a time, handing each
-   * file to `store` as it is made. A damaged image, or one that takes too long, rejects with
-   * {@link UnreadableImageError}.
+   * Renders one stored upload in a render thread (the files of {@link renderImage}), at most `pipelines` at a time,
+   * handing each file to `store` as it is made. A damaged image, or one that takes too long, rejects with
+   * {@link UnreadableImageError}; a thread that stops mid-render, with RenderThreadLost.
    */
   async render(
     source: StoredSource,
@@ -177,8 +177,11 @@ export class ImageRendererRepository {
     const { maxPixels, renderTimeoutSeconds } = this.options;
     return this.gate.run(async () => {
       const input = await readAll(source.stream, maxBytes, source.size);
+      const deliveries = new Deliveries(store, contentType);
+      const recipe = renditionRecipe(contentType, { maxPixels, timeoutSeconds: renderTimeoutSeconds });
+      const size = await this.threads.render(input, recipe, deliveries);
       try {
-        return await renderImage(input, contentType, { maxPixels, timeoutSeconds: renderTimeoutSeconds }, store);
+        await deliveries.settle();
       } catch (err) {
         if (!isTimeout(err)) throw err;
         throw new UnreadableImageError(
@@ -186,6 +189,7 @@ export class ImageRendererRepository {
           libraryText(err),
         );
       }
+      return size!;
     });
   }
 }
@@ -201,18 +205,45 @@ export interface RenditionOutput {
 const CONTENT_TYPES: Record<FileFormat, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
 
 /**
- * Makes every public file of an upload (the product's rendition set, {@link renditionPlan}): a
- * full-size copy in the upload's format, and `large` (≤1600²) and `thumb` (≤320², from `large`) as
- * JPEG and WebP, EXIF orientation applied, in sRGB, aspect kept, never upscaled. Outputs carry no
- * metadata (sharp writes none unless asked), so GPS and camera data stay in the private source.
- *
- * The upload (`input`, the one copy held) is decoded once into pixels, and every file is encoded
- * from those pixels (the smaller sizes from `large`'s), one at a time: sharp's `clone()` would decode
- * the upload again per file (and copies a buffer input per clone), which measured 20% more CPU and
- * more memory. Each file streams to `store` as it is encoded, so storing one overlaps encoding the
- * next; resolves once every `store` has. An image that cannot be decoded rejects with
- * {@link UnreadableImageError} (a timeout with the library's "timeout" error); a `store` that fails
- * rejects with its own error.
+ * The files of one render on their way to the store: each file's stream is handed to `store` as it is encoded, and
+ * what went wrong is kept, the image's failure before a store's.
+ */
+class Deliveries implements FileSink {
+  private readonly imageErrors: unknown[] = [];
+  private readonly writes: Promise<void>[] = [];
+
+  constructor(
+    private readonly store: (file: RenditionOutput) => Promise<void>,
+    private readonly contentType: ImageContentType,
+  ) {}
+
+  open({ rendition, format }: RenditionSpec, data: Readable): Promise<void> {
+    const writing = this.store({ rendition, format, contentType: CONTENT_TYPES[format], data });
+    // Marked handled now (a failed write must not crash the process mid-render); settled below.
+    writing.catch(() => undefined);
+    this.writes.push(writing);
+    return writing;
+  }
+
+  imageFailed(err: unknown): void {
+    this.imageErrors.push(err);
+  }
+
+  /** Resolves once every write has; rejects with the image's failure, else with the first store's. */
+  async settle(): Promise<void> {
+    const settled = await Promise.allSettled(this.writes);
+    if (this.imageErrors.length > 0) throw imageFailure(this.imageErrors[0], this.contentType);
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+}
+
+/**
+ * Makes every public file of an upload ({@link makeRenditions}) in this thread, each streamed to `store` as it is
+ * encoded, so that storing one overlaps encoding the next; resolves once every `store` has. An image that cannot be
+ * decoded rejects with {@link UnreadableImageError} (a timeout with the library's "timeout" error); a `store` that
+ * fails rejects with its own error. The service renders the same way in a render thread
+ * ({@link ImageRendererRepository.render}); this is the pipeline on its own.
  */
 export async function renderImage(
   input: Buffer,
@@ -220,19 +251,9 @@ export async function renderImage(
   limits: { maxPixels: number; timeoutSeconds: number },
   store: (file: RenditionOutput) => Promise<void>,
 ): Promise<{ width: number; height: number }> {
-  // Every pipeline is bounded in time, so no image holds a render slot for long.
-  const vips = (...args: Parameters<typeof sharp>) => sharp(...args).timeout({ seconds: limits.timeoutSeconds });
-  const imageErrors: unknown[] = [];
-  const stored: Promise<void>[] = [];
+  const deliveries = new Deliveries(store, contentType);
   /** Streams one file to the store; resolves when it is encoded (the store may still be writing). */
-  const emit = async ({ rendition, format, quality }: RenditionSpec, img: Sharp): Promise<void> => {
-    // A JPEG has no alpha: transparent pixels become white (flatten leaves an opaque image as it is).
-    const encoded =
-      format === 'png'
-        ? img.png()
-        : format === 'jpeg'
-          ? img.flatten({ background: '#ffffff' }).jpeg({ quality })
-          : img.webp({ quality });
+  const output = async (spec: RenditionSpec, encoded: Sharp): Promise<void> => {
     const info = new Promise<void>((resolve, reject) => {
       encoded.once('info', () => resolve());
       encoded.once('error', reject);
@@ -242,7 +263,7 @@ export async function renderImage(
     const data = new PassThrough();
     let abandoned = false;
     encoded.once('error', (err) => {
-      if (!abandoned) imageErrors.push(err);
+      if (!abandoned) deliveries.imageFailed(err);
       data.destroy(err);
     });
     data.once('close', () => {
@@ -251,46 +272,23 @@ export async function renderImage(
       encoded.destroy();
     });
     encoded.pipe(data);
-    const writing = store({ rendition, format, contentType: CONTENT_TYPES[format], data });
-    stored.push(writing);
-    // Marked handled now (a failed write must not crash the process mid-render); settled below.
-    for (const p of [writing, info]) p.catch(() => undefined);
+    const writing = deliveries.open(spec, data);
+    info.catch(() => undefined);
     // A store that gives up without reading the stream must not leave the render waiting for it.
     const encodedWhole = await Promise.race([info, writing.then(() => info)]).then(
       () => true,
       () => false,
     );
-    // Why is recorded already: the image's failure in imageErrors, the store's in its write.
+    // Why is recorded already: the image's failure in deliveries, the store's in its write.
     if (!encodedWhole) throw new RenderStopped();
   };
-  const pixels = (image: { data: Buffer; info: OutputInfo }) =>
-    vips(image.data, { raw: { width: image.info.width, height: image.info.height, channels: image.info.channels } });
-  const inside = { fit: 'inside', withoutEnlargement: true } as const;
-  const [original, ...smaller] = renditionPlan(contentType);
   let size: { width: number; height: number } | undefined;
   try {
-    const decoded = await vips(input, { limitInputPixels: limits.maxPixels, failOn: 'error' })
-      .rotate()
-      .toColourspace('srgb')
-      .raw({ depth: 'uchar' })
-      .toBuffer({ resolveWithObject: true });
-    size = { width: decoded.info.width, height: decoded.info.height };
-    await emit(original, pixels(decoded));
-    // Each smaller size is made from the one before: resizing 12 megapixels once, not twice.
-    const large = await pixels(decoded).resize(LARGE_MAX_SIDE, LARGE_MAX_SIDE, inside).raw().toBuffer({
-      resolveWithObject: true,
-    });
-    const thumb = await pixels(large).resize(THUMB_MAX_SIDE, THUMB_MAX_SIDE, inside).raw().toBuffer({
-      resolveWithObject: true,
-    });
-    for (const spec of smaller) await emit(spec, pixels(spec.rendition === 'large' ? large : thumb));
+    size = await makeRenditions(sharp, input, renditionRecipe(contentType, limits), output);
   } catch (err) {
-    if (!(err instanceof RenderStopped)) imageErrors.push(err);
+    if (!(err instanceof RenderStopped)) deliveries.imageFailed(err);
   }
-  const settled = await Promise.allSettled(stored);
-  if (imageErrors.length > 0) throw imageFailure(imageErrors[0], contentType);
-  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-  if (failed) throw failed.reason;
+  await deliveries.settle();
   return size!;
 }
 
