@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, open, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { assertBlobKey, MeasuringStream, type BlobInfo, type BlobStore, type PutOptions } from './blob-store';
 
 /** What the metadata file of a key holds: the commit point of a put. */
@@ -66,28 +66,40 @@ export class FsBlobStore implements BlobStore {
     const dataName = `${encodeURIComponent(key)}~${randomUUID()}.bin`;
     const staged = join(this.tmp, randomUUID());
     const measure = new MeasuringStream(key, options.maxBytes);
+    const stagedMeta = join(this.tmp, randomUUID());
+    let meta: MetaFile | undefined;
+    let previous: MetaFile | null;
     try {
-      await pipeline(source, measure, createWriteStream(staged, { flags: 'wx' }));
-      await fsyncPath(staged);
-      await mkdir(folder, { recursive: true });
+      // The data file is flushed to disk as it is closed. Its metadata is written and flushed meanwhile, once the
+      // last byte has passed through (its size and digest known): both are on disk before either is renamed.
+      const writeMeta = async () => {
+        await finished(measure);
+        meta = {
+          key,
+          data: dataName,
+          size: measure.bytes,
+          contentType: options.contentType,
+          sha256: measure.digest(),
+          storedAt: new Date().toISOString(),
+        };
+        await writeFile(stagedMeta, JSON.stringify(meta), { flag: 'wx', flush: true });
+      };
+      // Every step settles before a failure is handled, so that the clean-up finds what they wrote.
+      const [written, metaWritten, previousMeta, folderMade] = await Promise.allSettled([
+        pipeline(source, measure, createWriteStream(staged, { flags: 'wx', flush: true })),
+        writeMeta(),
+        this.readMeta(key),
+        mkdir(folder, { recursive: true }),
+      ]);
+      for (const step of [written, metaWritten, previousMeta, folderMade])
+        if (step.status === 'rejected') throw step.reason;
+      previous = (previousMeta as PromiseFulfilledResult<MetaFile | null>).value;
       await rename(staged, join(folder, dataName));
     } catch (err) {
-      await rm(staged, { force: true });
+      await Promise.all([rm(staged, { force: true }), rm(stagedMeta, { force: true })]);
       throw err;
     }
-    const meta: MetaFile = {
-      key,
-      data: dataName,
-      size: measure.bytes,
-      contentType: options.contentType,
-      sha256: measure.digest(),
-      storedAt: new Date().toISOString(),
-    };
-    const previous = await this.readMeta(key);
-    const stagedMeta = join(this.tmp, randomUUID());
     try {
-      await writeFile(stagedMeta, JSON.stringify(meta), { flag: 'wx' });
-      await fsyncPath(stagedMeta);
       await rename(stagedMeta, this.metaPath(key));
       await fsyncPath(folder);
     } catch (err) {
@@ -96,7 +108,7 @@ export class FsBlobStore implements BlobStore {
       throw err;
     }
     if (previous && previous.data !== dataName) await rm(join(folder, previous.data), { force: true });
-    return toInfo(meta);
+    return toInfo(meta!);
   }
 
   async stat(key: string): Promise<BlobInfo | null> {
