@@ -26,6 +26,14 @@ async function fivePorts(): Promise<number> {
   }
 }
 
+/** What `npm run <name>` hands to `sh -c`. */
+function npmScript(name: string): string {
+  const { scripts } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  return scripts[name];
+}
+
 /** `npm run start:distributed` as a user runs it: the five processes on the engines, stopped by one signal. */
 describeWithEngines(
   'scripts/start-distributed.sh (the distributed profile on this machine)',
@@ -40,7 +48,8 @@ describeWithEngines(
 
     const start = async () => {
       output = '';
-      script = spawn('bash', [join(REPO_ROOT, 'scripts', 'start-distributed.sh')], {
+      // As npm runs it: `sh -c` with the package's script, so that a SIGTERM npm passes on reaches the processes.
+      script = spawn('sh', ['-c', npmScript('start:distributed')], {
         cwd: REPO_ROOT,
         env: {
           ...process.env,

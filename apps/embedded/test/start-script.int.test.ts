@@ -14,6 +14,21 @@ describe('the npm start script', () => {
   beforeAll(() => buildDist());
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+  it('every start script hands its shell over to the process it runs (exec), as the distributed one must too', () => {
+    // The product's own start script is run under SIGTERM below, and start:distributed in the system tests; the
+    // per-service scripts (one per host, under a process manager) follow the same rule.
+    const { scripts } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    const starts = Object.entries(scripts).filter(([name]) => name === 'start' || name.startsWith('start:'));
+    expect(starts.length).toBeGreaterThan(5);
+    for (const [name, script] of starts) {
+      // The last command, after any build step and environment assignments, is an exec.
+      const last = script.split('&&').pop()!.trim();
+      expect({ name, hands: /^(?:[A-Z_]+=\S+\s+)*exec\s/.test(last) }).toEqual({ name, hands: true });
+    }
+  });
+
   it('stops the product, cleanly, when the shell running it gets SIGTERM', async () => {
     const script = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
       .scripts.start;
