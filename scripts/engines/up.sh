@@ -305,6 +305,10 @@ pg_wait() {
 		"$PG_BIN/createdb" -h "$HOST" -p "$PG_PORT" -U "$PG_USER" "$PG_DB" 2>&1 | grep -v 'already exists' >&2 || true
 	fi
 	pg_has_db || fail_with_log "pg: database $PG_DB not reachable" "$RUN_DIR/logs/postgresql.log"
+	# Before FerretDB connects: indexes that serve the filters it sends (ferretdb-indexes.sql).
+	"$PG_BIN/psql" -h "$HOST" -p "$PG_PORT" -U "$PG_USER" -d "$PG_DB" -v ON_ERROR_STOP=1 -q \
+		-c 'SET client_min_messages = warning' -f "$SCRIPT_DIR/ferretdb-indexes.sql" >"$RUN_DIR/logs/postgresql-indexes.log" 2>&1 ||
+		fail_with_log "pg: ferretdb-indexes.sql failed" "$RUN_DIR/logs/postgresql-indexes.log"
 	if [ "${pg_started:-0}" = 1 ] && [ -s "$PG_RUN/data/postmaster.pid" ]; then
 		# The server's own pid (not runuser's), so that down.sh signals PostgreSQL itself.
 		head -n 1 "$PG_RUN/data/postmaster.pid" >"$RUN_DIR/pids/postgresql.pid"

@@ -19,8 +19,9 @@
 // lock per collection while an insert/update/delete/findAndModify command on it is executed.
 // Reads are not serialised. See docs/engines.md.
 //
-// The PostgreSQL backend pushes query filters down to PostgreSQL (lookups by _id
-// use its primary key); the SQLite backend scans whole collections. Both lose
+// The PostgreSQL backend pushes equality filters down to PostgreSQL, served by the
+// GIN indexes scripts/engines/ferretdb-indexes.sql adds; the SQLite backend scans
+// whole collections for anything but _id. Both lose
 // updates without the relay, so the relay is on for both. See docs/engines.md.
 //
 // Usage:

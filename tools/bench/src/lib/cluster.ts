@@ -25,6 +25,8 @@ export interface DistributedCluster {
   /** The gateway process, measurable like a forked bench server (CPU and RSS from /proc). */
   gateway: ServerHandle;
   processes: ServerHandle[];
+  /** The MongoDB database a service of this cluster keeps its documents in. */
+  database(service: 'gateway' | (typeof SERVICES)[number]): string;
   stop(): Promise<void>;
 }
 
@@ -208,6 +210,7 @@ export async function startDistributed(
       auth: { authorization: `Bearer ${adminApiKey}` },
       gateway: handle(gateway),
       processes: children.map(handle),
+      database,
       stop,
     };
   } catch (err) {

@@ -1,6 +1,7 @@
 import { listingBody } from '@estate/testing';
 import sharp from 'sharp';
 import { enginesFromEnv, startDistributed, type DistributedCluster } from '../lib/cluster';
+import { generateListing, random } from '../lib/generated-listings';
 import { expectStatus } from '../lib/http';
 import { measureTarget, percentile, problemsOf } from '../lib/measure';
 import type { Ratio, Scenario, ScenarioContext, ScenarioResult, TargetResult } from '../lib/scenario';
@@ -15,6 +16,8 @@ const WRITES_IN_FLIGHT = 64;
 const FOLLOW_SEARCH_EVERY = 5;
 const FOLLOW_MEDIA_EVERY = 10;
 const IMPORT_TARGET = 100_000;
+/** Listings of another account written straight into the listings store for the lookups at size (BENCH_DISTRIBUTED_LISTINGS). */
+const LISTINGS_AT_SIZE = 100_000;
 const ITEMS_PER_JOB = 100;
 const JOBS_IN_FLIGHT = 4;
 
@@ -138,6 +141,41 @@ async function eventLag(ctx: ScenarioContext, cluster: DistributedCluster, secon
 }
 
 /** Bulk jobs of 100 items, a few in flight, until `items` listings are in; listings/s. */
+/**
+ * Writes `count` generated listings of another account straight into the listings service's collection (documents
+ * as the service stores them: `_id` is the id), in batches; the product's own listing is then one among them.
+ */
+async function fillListings(mongodbUrl: string, database: string, count: number): Promise<number> {
+  const { default: mongoose } = await import('mongoose');
+  const client = await mongoose.mongo.MongoClient.connect(mongodbUrl);
+  const started = performance.now();
+  try {
+    const listings = client.db(database).collection<{ _id: string }>('listings');
+    const rnd = random(7);
+    for (let i = 0; i < count; i += 2000) {
+      const batch = Array.from({ length: Math.min(2000, count - i) }, (_, k) => {
+        const { id, ...listing } = generateListing(i + k, rnd);
+        return { ...listing, _id: `${id}_filler`, accountId: 'acc_bench_filler' };
+      });
+      await listings.insertMany(batch, { ordered: false });
+    }
+  } finally {
+    await client.close();
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/** `calls` requests one after another; their times in ms, sorted. */
+async function oneAtATime(calls: number, call: (i: number) => Promise<void>): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const started = performance.now();
+    await call(i);
+    times.push(performance.now() - started);
+  }
+  return times.sort((a, b) => a - b);
+}
+
 async function importRate(ctx: ScenarioContext, cluster: DistributedCluster, items: number, run: string) {
   const jobs = Math.ceil(items / ITEMS_PER_JOB);
   ctx.log(`distributed: importing ${items} listings in ${jobs} bulk jobs, ${JOBS_IN_FLIGHT} at a time`);
@@ -173,7 +211,8 @@ export const distributed: Scenario = {
     'The distributed profile (gateway, listings, media, leads as processes on the engines in MONGODB_URL, NATS_URL, ' +
     'ELASTICSEARCH_URL): GET /v1/listings/:id through the gateway vs bare Fastify, lead capture through the gateway, ' +
     `event lag (write acknowledged → found in search, → photo accepted) at ${WRITES_PER_SECOND} writes/s, and a bulk ` +
-    'import rate projected to 100k listings. BENCH_IMPORT_ITEMS sets how many listings the import measures (default 2000).',
+    'import rate projected to 100k listings, then GET and PATCH of one listing, one call after another, with 100,000 ' +
+    "listings of another account in the listings store. BENCH_IMPORT_ITEMS sets how many listings the import measures (default 2000), BENCH_DISTRIBUTED_LISTINGS the store's size for the lookups.",
 
   async run(ctx: ScenarioContext): Promise<ScenarioResult> {
     const engines = enginesFromEnv();
@@ -290,6 +329,35 @@ export const distributed: Scenario = {
           goal: { max: GOALS.importSeconds },
           verdict: projected <= GOALS.importSeconds && imported.failed === 0 ? 'PASS' : 'BELOW TARGET',
           note: `${imported.items} listings measured in ${round(imported.seconds, 1)} s (${round(imported.perSecond, 1)}/s, ${JOBS_IN_FLIGHT} jobs in flight), ${imported.failed} items failed`,
+        });
+      });
+      await row('lookups at size', async () => {
+        const envSize = Number.parseInt(process.env.BENCH_DISTRIBUTED_LISTINGS ?? '', 10);
+        const size = envSize > 0 ? envSize : quick ? 20_000 : LISTINGS_AT_SIZE;
+        ctx.log(`distributed: writing ${size} listings of another account into the listings store`);
+        const fillSeconds = await fillListings(engines.mongodb, cluster.database('listings'), size);
+        const path = `${cluster.origin}/v1/listings/${encodeURIComponent(created.id)}`;
+        const gets = await oneAtATime(200, async () => {
+          await expectStatus(path, 200, { headers: cluster.auth });
+        });
+        const patches = await oneAtATime(50, async (i) => {
+          await expectStatus(path, 200, {
+            method: 'PATCH',
+            headers: { ...cluster.auth, 'content-type': 'application/json' },
+            body: JSON.stringify({ pricing: { listPrice: 400_000 + i } }),
+          });
+        });
+        const note = (times: number[]) =>
+          `p50 ${round(percentile(times, 50), 1)} ms, p99 ${round(percentile(times, 99), 1)} ms over ${times.length} calls one after another, ${size.toLocaleString('en-US')} other listings written into the store in ${round(fillSeconds, 0)} s`;
+        record({
+          name: `GET /v1/listings/:id with ${size.toLocaleString('en-US')} listings in the store, p95 ms`,
+          value: round(percentile(gets, 95), 1),
+          note: note(gets),
+        });
+        record({
+          name: `PATCH /v1/listings/:id with ${size.toLocaleString('en-US')} listings in the store, p95 ms`,
+          value: round(percentile(patches, 95), 1),
+          note: note(patches),
         });
       });
     } finally {
