@@ -140,7 +140,6 @@ async function eventLag(ctx: ScenarioContext, cluster: DistributedCluster, secon
   };
 }
 
-/** Bulk jobs of 100 items, a few in flight, until `items` listings are in; listings/s. */
 /**
  * Writes `count` generated listings of another account straight into the listings service's collection (documents
  * as the service stores them: `_id` is the id), in batches; the product's own listing is then one among them.
@@ -165,7 +164,7 @@ async function fillListings(mongodbUrl: string, database: string, count: number)
   return (performance.now() - started) / 1000;
 }
 
-/** `calls` requests one after another; their times in ms, sorted. */
+/** `calls` requests one after another; their times in ms. */
 async function oneAtATime(calls: number, call: (i: number) => Promise<void>): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < calls; i++) {
@@ -173,9 +172,10 @@ async function oneAtATime(calls: number, call: (i: number) => Promise<void>): Pr
     await call(i);
     times.push(performance.now() - started);
   }
-  return times.sort((a, b) => a - b);
+  return times;
 }
 
+/** Bulk jobs of 100 items, a few in flight, until `items` listings are in; listings/s. */
 async function importRate(ctx: ScenarioContext, cluster: DistributedCluster, items: number, run: string) {
   const jobs = Math.ceil(items / ITEMS_PER_JOB);
   ctx.log(`distributed: importing ${items} listings in ${jobs} bulk jobs, ${JOBS_IN_FLIGHT} at a time`);
