@@ -1,19 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { describeWithEngines } from '@estate/testing';
+import { describeWithEngines, planSteps } from '@estate/testing';
 import mongoose from 'mongoose';
 
 type PlanNode = Record<string, unknown>;
-
-/** Every plan node of an `explain` answer: PostgreSQL's `Node Type`s on FerretDB, MongoDB's `stage`s otherwise. */
-function planNodes(plan: unknown, found: string[] = []): string[] {
-  if (plan && typeof plan === 'object') {
-    const node = plan as PlanNode;
-    if (typeof node['Node Type'] === 'string') found.push(node['Node Type']);
-    if (typeof node.stage === 'string') found.push(node.stage);
-    for (const value of Object.values(node)) planNodes(value, found);
-  }
-  return found;
-}
 
 /**
  * Lookups by `_id` and by an indexed field are answered from an index, at a size where scanning would show: on
@@ -56,7 +45,7 @@ describeWithEngines('lookups on the MongoDB-wire engine', ['MONGODB_URL'], (urls
     const found = await docs.find(filter as mongoose.mongo.Filter<mongoose.mongo.Document>).toArray();
     expect(found.map((d) => d._id)).toEqual(['doc_1234']);
     const plan = (await docs.find(filter as mongoose.mongo.Filter<mongoose.mongo.Document>).explain()) as PlanNode;
-    const nodes = planNodes(plan.queryPlanner ?? plan);
+    const nodes = planSteps(plan.queryPlanner ?? plan);
     if ('filterPushdown' in plan) {
       expect(plan.filterPushdown).toBe(true);
       expect(nodes).not.toContain('Seq Scan');

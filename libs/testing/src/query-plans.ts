@@ -65,13 +65,16 @@ export class QueryRecordingStore implements DocumentStore {
 
 type Plan = Record<string, unknown>;
 
-/** Every `stage` in a MongoDB plan tree. */
-function stages(plan: unknown, out: string[] = []): string[] {
-  if (Array.isArray(plan)) plan.forEach((p) => stages(p, out));
+/**
+ * Every step of an `explain` plan tree: MongoDB's `stage`s, and the `Node Type`s of the PostgreSQL plan that
+ * FerretDB reports for a filter it pushed down.
+ */
+export function planSteps(plan: unknown, out: string[] = []): string[] {
+  if (Array.isArray(plan)) plan.forEach((p) => planSteps(p, out));
   else if (plan && typeof plan === 'object') {
     for (const [k, v] of Object.entries(plan as Plan)) {
-      if (k === 'stage' && typeof v === 'string') out.push(v);
-      else stages(v, out);
+      if ((k === 'stage' || k === 'Node Type') && typeof v === 'string') out.push(v);
+      else planSteps(v, out);
     }
   }
   return out;
@@ -99,7 +102,7 @@ export async function collectionScans(url: string, dbName: string, queries: Reco
       const what = `${q.collection}.${q.op}(${JSON.stringify(q.filter)})`;
       if ('filterPushdown' in plan) {
         if (plan.filterPushdown !== true) scans.push(`${what}: FerretDB does not push the filter down`);
-      } else if (stages(plan.queryPlanner).includes('COLLSCAN')) {
+      } else if (planSteps(plan.queryPlanner).includes('COLLSCAN')) {
         scans.push(`${what}: COLLSCAN`);
       }
     }
