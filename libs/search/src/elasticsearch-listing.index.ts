@@ -14,6 +14,7 @@ import {
   type ListingSearchResult,
 } from './listing-index';
 import { fieldSearchRequest, fieldSearchResult, resoDocument, resoMappings } from './elasticsearch-field-query';
+import { GroupedWrites } from './grouped-writes';
 import { projectListing } from './listing-projection';
 import { listingIndexSettings, listingMappings, searchRequest, searchResult } from './elasticsearch-query';
 
@@ -25,6 +26,25 @@ export interface ElasticsearchListingIndexOptions {
 }
 
 const SCAN_BATCH = 1000;
+/** The most listings one grouped visible write carries (single writes bring one each). */
+const VISIBLE_GROUP_ITEMS = 200;
+
+/** One bulk item: its action line and its document. */
+type BulkItem = [action: { index: estypes.BulkIndexOperation }, document: Record<string, unknown>];
+type BulkResult = estypes.BulkResponseItem | undefined;
+
+/**
+ * What went wrong with a bulk request's items, if anything: an item refused because a newer version is indexed is
+ * what versioning is for, not an error.
+ */
+function bulkFailure(results: BulkResult[]): Error | undefined {
+  const failed = results.filter((r) => r?.error && r.status !== 409);
+  if (failed.length === 0) return undefined;
+  const first = failed[0]!;
+  const summary = `${failed.length} of ${results.length} documents refused; first: ${first.error?.type}: ${first.error?.reason}`;
+  if (failed.some((r) => r!.status === 429 || r!.status >= 500)) return new SearchIndexUnavailable(summary);
+  return new SearchIndexRejected(summary);
+}
 
 /** Network failures, overload and server errors pass; anything else is a request we got wrong. */
 function isTransient(err: unknown): boolean {
@@ -53,6 +73,19 @@ export class ElasticsearchListingIndex implements ListingIndex {
   readonly kind = 'elasticsearch' as const;
   /** The `standard` analyzer: stemming filters live in a module the smallest Elasticsearch builds lack. */
   readonly textMatching = 'exact' as const;
+
+  /**
+   * Writes that must be searchable when answered (a client's own POST, PATCH or DELETE). Each refreshes the shard
+   * with its bulk request (`refresh: true`, rather than `wait_for`, which waits up to `refresh_interval`:
+   * docs/decisions/0011-search-sees-a-clients-own-writes.md). A refresh costs Elasticsearch about as much for one
+   * document as for fifty (a new segment, then its merges), so the writes that arrive while one request is in flight
+   * share the next request and its refresh (docs/decisions/0144-grouped-visible-index-writes.md).
+   */
+  private readonly visibleWrites = new GroupedWrites<BulkItem>(async (groups) => {
+    const results = await this.bulk(this.alias, groups.flat(), true, true);
+    let at = 0;
+    return groups.map((items) => bulkFailure(results.slice(at, (at += items.length))));
+  }, VISIBLE_GROUP_ITEMS);
 
   constructor(private readonly options: ElasticsearchListingIndexOptions) {}
 
@@ -111,25 +144,28 @@ export class ElasticsearchListingIndex implements ListingIndex {
 
   async upsert(listings: readonly IndexedListing[], options: IndexWrite = {}): Promise<void> {
     if (listings.length === 0) return;
-    await this.bulk(
-      this.alias,
-      listings.flatMap((item) => this.indexOperation(item)),
-      true,
-      options.visible,
+    await this.write(
+      listings.map((item) => this.indexOperation(item)),
+      options,
     );
   }
 
   async remove(removals: readonly ListingRemoval[], options: IndexWrite = {}): Promise<void> {
     if (removals.length === 0) return;
-    await this.bulk(
-      this.alias,
-      removals.flatMap(({ id, version }) => [
-        { index: { _id: id, version, version_type: 'external' as const } },
+    await this.write(
+      removals.map(({ id, version }): BulkItem => [
+        { index: { _id: id, version, version_type: 'external' } },
         { listingId: id, deleted: true },
       ]),
-      true,
-      options.visible,
+      options,
     );
+  }
+
+  /** Through the alias; a visible write joins the others of its moment (see `visibleWrites`). */
+  private async write(items: BulkItem[], options: IndexWrite): Promise<void> {
+    if (options.visible) return this.visibleWrites.write(items);
+    const failure = bulkFailure(await this.bulk(this.alias, items, true));
+    if (failure) throw failure;
   }
 
   async search(search: ListingSearch): Promise<ListingSearchResult> {
@@ -164,10 +200,13 @@ export class ElasticsearchListingIndex implements ListingIndex {
     try {
       for await (const batch of read()) {
         if (batch.length === 0) continue;
-        await this.bulk(
-          target,
-          batch.flatMap((item) => this.indexOperation(item)),
+        const failure = bulkFailure(
+          await this.bulk(
+            target,
+            batch.map((item) => this.indexOperation(item)),
+          ),
         );
+        if (failure) throw failure;
         indexed += batch.length;
       }
       await this.call('refresh the new index', () => this.client.indices.refresh({ index: target }));
@@ -231,7 +270,7 @@ export class ElasticsearchListingIndex implements ListingIndex {
     await this.client.close();
   }
 
-  private indexOperation(item: IndexedListing): unknown[] {
+  private indexOperation(item: IndexedListing): BulkItem {
     const { version, ...fields } = projectListing(item);
     return [
       { index: { _id: item.listing.id, version, version_type: 'external' } },
@@ -240,20 +279,15 @@ export class ElasticsearchListingIndex implements ListingIndex {
   }
 
   /**
-   * A bulk write; items refused because a newer version is indexed are what versioning is for, not errors.
-   * Through the alias (`viaAlias`), Elasticsearch must find the alias: a write never creates an index under
-   * the alias's name (which would block the alias for good) when it runs before `open()` or after a drop.
+   * One bulk request; each item's result, in order. Through the alias (`viaAlias`), Elasticsearch must find the
+   * alias: a write never creates an index under the alias's name (which would block the alias for good) when it runs
+   * before `open()` or after a drop. `visible`: resolves once searches see the written documents (below).
    */
-  /**
-   * `visible`: resolves once searches see the written documents. The shard is refreshed with the write
-   * (`refresh: true`, a few milliseconds) rather than waiting for the scheduled refresh (`wait_for`, up to
-   * `refresh_interval`): docs/decisions/0011-search-sees-a-clients-own-writes.md has the measurements.
-   */
-  private async bulk(index: string, operations: unknown[], viaAlias = false, visible = false): Promise<void> {
+  private async bulk(index: string, items: BulkItem[], viaAlias = false, visible = false): Promise<BulkResult[]> {
     const response = await this.call('bulk write', () =>
       this.client.bulk({
         index,
-        operations: operations as estypes.BulkRequest['operations'],
+        operations: items.flat() as estypes.BulkRequest['operations'],
         ...(viaAlias ? { require_alias: true } : {}),
         ...(visible ? { refresh: true } : {}),
       }),
@@ -263,13 +297,7 @@ export class ElasticsearchListingIndex implements ListingIndex {
     // request whose writes all conflicted may refresh nothing: that write may not be searchable yet. Rare.
     if (visible && results.some((r) => r?.status === 409))
       await this.call('refresh', () => this.client.indices.refresh({ index }));
-    if (!response.errors) return;
-    const failed = results.filter((r) => r?.error && r.status !== 409);
-    if (failed.length === 0) return;
-    const first = failed[0]!;
-    const summary = `${failed.length} of ${response.items.length} documents refused; first: ${first.error?.type}: ${first.error?.reason}`;
-    if (failed.some((r) => r!.status === 429 || r!.status >= 500)) throw new SearchIndexUnavailable(summary);
-    throw new SearchIndexRejected(summary);
+    return results;
   }
 
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {

@@ -4,7 +4,7 @@ import { describeWithEngines } from '@estate/testing';
 import pino from 'pino';
 import { ElasticsearchListingIndex } from '../src/elasticsearch-listing.index';
 import { fieldQueryContract } from './field-query.contract';
-import { listingIndexContract } from './listing-index.contract';
+import { listing, listingIndexContract } from './listing-index.contract';
 
 describeWithEngines('elasticsearch listing index', ['ELASTICSEARCH_URL'], (urls) => {
   listingIndexContract('elasticsearch (ELASTICSEARCH_URL)', () => {
@@ -79,6 +79,37 @@ describeWithEngines('elasticsearch listing index bootstrap', ['ELASTICSEARCH_URL
       expect(await admin.indices.existsAlias({ name: alias })).toBe(true);
     } finally {
       await Promise.all(replicas.map((r) => r.close()));
+    }
+  });
+
+  it('visible writes made while one is in flight share the next bulk request and its refresh', async () => {
+    const alias = fresh();
+    const client = new Client({ node: urls.ELASTICSEARCH_URL });
+    const index = new ElasticsearchListingIndex({ client, alias, log });
+    const bulk = jest.spyOn(client, 'bulk');
+    try {
+      await index.open();
+      const at = '2026-01-01T00:00:00.000Z';
+      const listings = Array.from({ length: 12 }, (_, i) =>
+        listing(`lst_g${i}`, { price: 100000 + i, updatedAt: at, createdAt: at }),
+      );
+      // All twelve are asked for in one turn: the first goes at once, the other eleven wait for it and go together.
+      await Promise.all(listings.map((l) => index.upsert([{ accountId: 'acc_1', listing: l }], { visible: true })));
+      const refreshing = bulk.mock.calls
+        .map(([request]) => request as { refresh?: unknown; operations?: unknown[] })
+        .filter((request) => request.refresh === true);
+      expect(refreshing.map((request) => (request.operations ?? []).length / 2)).toEqual([1, 11]);
+      const found = await index.search({
+        accountId: 'acc_1',
+        filters: {},
+        sort: { by: 'listPrice', direction: 'asc' },
+        limit: 50,
+        facets: [],
+      });
+      expect(found.total).toBe(12);
+    } finally {
+      bulk.mockRestore();
+      await index.close();
     }
   });
 

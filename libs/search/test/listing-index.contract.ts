@@ -32,7 +32,8 @@ interface Spec {
   version?: number;
 }
 
-function listing(id: string, s: Spec): Listing {
+/** A listing as the index is given it, made from the few values a test cares about. */
+export function listing(id: string, s: Spec): Listing {
   return {
     id,
     status: s.status ?? 'active',
@@ -576,6 +577,25 @@ export function listingIndexContract(name: string, harness: () => IndexHarness) 
       expect(ids((await search()).items)).toEqual(['a', 'b']);
       await index.remove([{ id: 'lst_a', version: 3 }], { visible: true });
       expect(ids((await search()).items)).toEqual(['b']);
+    });
+
+    it('shows each of many visible writes made at once to the search made when it resolves', async () => {
+      const many = Array.from({ length: 12 }, (_, i) =>
+        mine(
+          listing(`lst_m${String(i).padStart(2, '0')}`, {
+            price: 200000 + i,
+            updatedAt: A.updatedAt,
+            createdAt: A.createdAt,
+          }),
+        ),
+      );
+      const seen = await Promise.all(
+        many.map(async (item) => {
+          await index.upsert([item], { visible: true });
+          return ids((await search()).items).includes(item.listing.id.slice(4));
+        }),
+      );
+      expect(seen).toEqual(many.map(() => true));
     });
 
     it('replaces everything at once from a full read, and lists what it holds by id', async () => {
