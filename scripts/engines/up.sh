@@ -385,6 +385,8 @@ mongo_start() {
 		;;
 	*) die "mongo: unknown FERRETDB_BACKEND '$FERRETDB_BACKEND' (expected postgresql or sqlite)" ;;
 	esac
+	# FERRETDB_DEBUG_ADDR (host:port): serve FerretDB's Go profiles there, to see where the engine's time goes.
+	[ -n "${FERRETDB_DEBUG_ADDR:-}" ] && backend+=(-debug-addr "$FERRETDB_DEBUG_ADDR")
 	spawn "$RUN_DIR/logs/ferretdb.log" "$RUN_DIR/pids/ferretdb.pid" \
 		"$FERRETDB_BIN" -listen "$HOST:$MONGO_PORT" "${backend[@]}" -log-level "$FERRETDB_LOG_LEVEL"
 	mongo_started=1

@@ -28,6 +28,7 @@
 //
 //	ferretdb -listen 127.0.0.1:27017 -postgresql-url postgres://127.0.0.1:5433/ferretdb
 //	ferretdb -listen 127.0.0.1:27017 -handler sqlite -sqlite-dir /tmp/estate-engines/ferretdb
+//	ferretdb -debug-addr 127.0.0.1:8088 ...  (CPU profile: go tool pprof http://127.0.0.1:8088/debug/pprof/profile)
 package main
 
 import (
@@ -40,6 +41,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served on -debug-addr only
 	"net/url"
 	"os"
 	"os/signal"
@@ -64,6 +67,8 @@ func main() {
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn or error")
 	serialize := flag.Bool("serialize-writes", true,
 		"serialise insert/update/delete/findAndModify commands through one lock (avoids lost updates)")
+	debugAddr := flag.String("debug-addr", "",
+		"TCP address (host:port) serving Go's profiles under /debug/pprof/; empty: none")
 	flag.Parse()
 
 	var level slog.Level
@@ -93,6 +98,15 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "ferretdb: invalid -handler %q (expected postgresql or sqlite)\n", *handler)
 		os.Exit(2)
+	}
+
+	if *debugAddr != "" {
+		go func() {
+			logger.Info("profiles served", "url", "http://"+*debugAddr+"/debug/pprof/")
+			if err := http.ListenAndServe(*debugAddr, nil); err != nil { //nolint:gosec // loopback, engine profiling
+				logger.Error("cannot serve profiles", "error", err)
+			}
+		}()
 	}
 
 	if err := run(logger, *listen, backend, *serialize); err != nil {

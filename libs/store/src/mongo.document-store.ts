@@ -14,30 +14,15 @@ import {
 import { fromEngineDoc, toEngineFilter, toEngineProjection, toEngineSort } from './id-mapping';
 import { isDuplicateKey, isUnavailable } from './mongo-errors';
 import { DependencyUnavailable } from '@estate/platform/errors';
-import { getPath, isPlainObject, pullMatches } from './pull-matcher';
+import { idSetLookups, lookUpEach } from './id-set-lookups';
+import { allOf, capabilitiesOf, conditionalPulls, type EngineCapabilities } from './mongo-capabilities';
+import { getPath, pullMatches } from './pull-matcher';
 
 export { isDuplicateKey } from './mongo-errors';
+export type { EngineCapabilities } from './mongo-capabilities';
 
 type Raw = Record<string, unknown>;
 type NativeCollection = mongoose.mongo.Collection<Raw>;
-
-/**
- * What the server can do that the port relies on. Every single-document write is one server command
- * (`findAndModify`, `update`, `delete`), atomic per document: MongoDB is, and so is the test engine
- * (FerretDB behind the write-serialising relay of tools/ferretdb). Only what a server lacks is
- * worked around here, and only when the flag says so.
- */
-export interface EngineCapabilities {
-  /**
-   * `$pull` with a condition (`{ $pull: { outbox: { eventId: { $in: [...] } } } }`). FerretDB v1 pulls only
-   * elements equal to the condition; without it the adapter computes the kept array and writes it with a
-   * compare-and-set on the array read.
-   */
-  conditionalPull: boolean;
-}
-
-const MONGODB: EngineCapabilities = { conditionalPull: true };
-const FERRETDB_V1: EngineCapabilities = { conditionalPull: false };
 
 export interface MongoStoreOptions {
   log?: Logger;
@@ -51,12 +36,6 @@ export interface MongoStoreOptions {
 
 /** How often a compare-and-set `$pull` is retried when the array keeps changing under it. */
 const PULL_ATTEMPTS = 50;
-
-/** Conditional `$pull`s (a condition object rather than a value): the ones FerretDB v1 cannot apply. */
-const conditionalPulls = (update: Raw): [string, Raw][] =>
-  isPlainObject(update.$pull)
-    ? (Object.entries(update.$pull).filter(([, cond]) => isPlainObject(cond)) as [string, Raw][])
-    : [];
 
 /** The port's errors for what the server said: a duplicate key, or no server to talk to (the request answers 503). */
 function mapMongoError(err: unknown, collection: string): unknown {
@@ -103,7 +82,13 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
   async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     return this.run(async () => {
       const projection = toEngineProjection(options);
-      let cursor = this.col.find(toEngineFilter(filter), projection ? { projection } : {});
+      const engineFilter = toEngineFilter(filter);
+      const each = this.capabilities.idSetLookup ? null : idSetLookups(engineFilter, options);
+      if (each) {
+        const docs = await lookUpEach(each, (one) => this.col.findOne(one, projection ? { projection } : {}));
+        return docs.slice(0, options.limit ?? docs.length).map((d) => fromEngineDoc<T>(d) as T);
+      }
+      let cursor = this.col.find(engineFilter, projection ? { projection } : {});
       if (options.sort) cursor = cursor.sort(toEngineSort(options.sort));
       if (options.skip) cursor = cursor.skip(options.skip);
       if (options.limit !== undefined) cursor = cursor.limit(options.limit);
@@ -159,7 +144,7 @@ class MongoCollection<T extends StoredDoc> implements DocumentCollection<T> {
       if (Object.keys(set).length > 0) rewritten.$set = set;
       else delete rewritten.$set;
       if (Object.keys(rewritten).length === 0) return current;
-      const saved = await this.col.findOneAndUpdate({ $and: guard }, rewritten, { returnDocument: 'after' });
+      const saved = await this.col.findOneAndUpdate(allOf(guard), rewritten, { returnDocument: 'after' });
       if (saved) return saved;
     }
     throw new Error(`${this.name}: the document kept changing during a $pull; gave up after ${PULL_ATTEMPTS} attempts`);
@@ -240,8 +225,7 @@ export class MongoDocumentStore implements DocumentStore {
       const db = connection.db;
       if (!db) throw new Error('mongo connection has no database');
       const info = await db.admin().command({ buildInfo: 1 });
-      const ferretdb = 'ferretdbVersion' in info;
-      const capabilities = { ...(ferretdb ? FERRETDB_V1 : MONGODB), ...opts.capabilities };
+      const capabilities = { ...capabilitiesOf(info), ...opts.capabilities };
       opts.log?.debug(
         { db: db.databaseName, ferretdb: info.ferretdbVersion, capabilities },
         'document store connected',

@@ -108,6 +108,21 @@ export function documentStoreContract(name: string, harness: () => StoreHarness 
       expect(await c.count({ accountId: 'a1' })).toBe(3);
     });
 
+    it('finds a set of ids, with other conditions, a limit and left-out fields', async () => {
+      const c = await col();
+      const s1 = await c.insertOne(thing({ id: 's1', price: 1, tags: ['a'] }));
+      await c.insertOne(thing({ id: 's2', price: 2, accountId: 'a2' }));
+      await c.insertOne(thing({ id: 's3', price: 3 }));
+      const ids = (docs: Thing[]) => docs.map((t) => t.id).sort();
+      expect(ids(await c.find({ id: { $in: ['s1', 's2', 's3', 's1', 'zz'] } }))).toEqual(['s1', 's2', 's3']);
+      expect(ids(await c.find({ id: { $in: ['s1', 's2', 's3'] }, accountId: 'a1' }))).toEqual(['s1', 's3']);
+      expect(ids(await c.find({ id: { $in: ['s1', 's3'] }, price: { $gt: 1 } }))).toEqual(['s3']);
+      expect(await c.find({ id: { $in: ['s1', 's2', 's3'] } }, { limit: 2 })).toHaveLength(2);
+      expect(await c.find({ id: { $in: [] } })).toEqual([]);
+      const { tags: _tags, ...s1Rest } = s1;
+      expect(await c.find({ id: { $in: ['s1'] } }, { omit: ['tags'] })).toEqual([s1Rest]);
+    });
+
     it('matches a field of any sub-document in an array (dotted path through the array)', async () => {
       const c = await store.collection<Thing & { items?: Array<{ status: string }> }>(`galleries_${suffix}`, [
         { fields: { 'items.status': 1 } },

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describeWithEngines, planSteps } from '@estate/testing';
 import mongoose from 'mongoose';
+import { allOf } from '../src/mongo-capabilities';
 
 type PlanNode = Record<string, unknown>;
 
@@ -41,6 +42,11 @@ describeWithEngines('lookups on the MongoDB-wire engine', ['MONGODB_URL'], (urls
     ['_id', { _id: 'doc_1234' }],
     ['a field with a unique index', { emailKey: 'acc_4:buyer1234@example.com' }],
     ['_id with another field', { _id: 'doc_1234', accountId: 'acc_4' }],
+    // The guard of a compare-and-set `$pull` (the filter, the document read, the array read), as the adapter sends it.
+    [
+      'the conditions of a compare-and-set',
+      allOf([{ _id: 'doc_1234' }, { _id: 'doc_1234' }, { tags: { $exists: false } }, { accountId: 'acc_4' }]),
+    ],
   ])('finds by %s without scanning the collection', async (_label, filter) => {
     const found = await docs.find(filter as mongoose.mongo.Filter<mongoose.mongo.Document>).toArray();
     expect(found.map((d) => d._id)).toEqual(['doc_1234']);

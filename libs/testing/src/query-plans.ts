@@ -9,6 +9,8 @@ import type {
   Update,
 } from '@estate/store';
 import { toEngineFilter, toEngineSort } from '@estate/store/id-mapping';
+import { idSetLookups } from '@estate/store/id-set-lookups';
+import { capabilitiesOf } from '@estate/store/mongo-capabilities';
 import { MongoDocumentStore } from '@estate/store/mongo.document-store';
 import type { Logger } from 'pino';
 
@@ -81,29 +83,38 @@ export function planSteps(plan: unknown, out: string[] = []): string[] {
 }
 
 /**
- * Asks the engine how it would answer each recorded query and describes the ones that read the whole
- * collection: on MongoDB a `COLLSCAN` stage; on FerretDB a filter it does not push down to its backend
- * (it would then fetch every document and filter in its own process).
+ * Asks the engine how it would answer each recorded query, as the adapter sends it (a set of ids may go as one
+ * lookup per id, see `idSetLookups`), and describes the ones that read the whole collection: on MongoDB a `COLLSCAN`
+ * stage; on FerretDB a filter it does not push down to its backend (it would then fetch every document and filter
+ * in its own process).
  */
 export async function collectionScans(url: string, dbName: string, queries: RecordedQuery[]): Promise<string[]> {
   const client = await mongoose.mongo.MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
   try {
     const db = client.db(dbName);
+    const capabilities = capabilitiesOf(await db.admin().command({ buildInfo: 1 }));
     const scans: string[] = [];
     const seen = new Set<string>();
     for (const q of queries) {
-      const key = JSON.stringify([q.collection, q.filter, q.options?.sort]);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      let cursor = db.collection(q.collection).find(toEngineFilter(q.filter));
-      if (q.options?.sort) cursor = cursor.sort(toEngineSort(q.options.sort));
-      if (q.options?.limit !== undefined) cursor = cursor.limit(q.options.limit);
-      const plan = (await cursor.explain()) as Plan;
-      const what = `${q.collection}.${q.op}(${JSON.stringify(q.filter)})`;
-      if ('filterPushdown' in plan) {
-        if (plan.filterPushdown !== true) scans.push(`${what}: FerretDB does not push the filter down`);
-      } else if (planSteps(plan.queryPlanner).includes('COLLSCAN')) {
-        scans.push(`${what}: COLLSCAN`);
+      const engineFilter = toEngineFilter(q.filter);
+      const sent =
+        q.op === 'find' && !capabilities.idSetLookup
+          ? (idSetLookups(engineFilter, q.options ?? {}) ?? [engineFilter])
+          : [engineFilter];
+      for (const filter of sent) {
+        const key = JSON.stringify([q.collection, filter, q.options?.sort]);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        let cursor = db.collection(q.collection).find(filter);
+        if (q.options?.sort) cursor = cursor.sort(toEngineSort(q.options.sort));
+        if (q.options?.limit !== undefined) cursor = cursor.limit(q.options.limit);
+        const plan = (await cursor.explain()) as Plan;
+        const what = `${q.collection}.${q.op}(${JSON.stringify(q.filter)})`;
+        if ('filterPushdown' in plan) {
+          if (plan.filterPushdown !== true) scans.push(`${what}: FerretDB does not push the filter down`);
+        } else if (planSteps(plan.queryPlanner).includes('COLLSCAN')) {
+          scans.push(`${what}: COLLSCAN`);
+        }
       }
     }
     return scans;

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { collectionScans, describeWithEngines, openRecordingStore, type QueryRecordingStore } from '@estate/testing';
-import { admin, log, startLeads, type LeadsHarness } from './harness';
+import { admin, listing, log, publishListing, startLeads, type LeadsHarness } from './harness';
 
 /**
- * Lead capture's queries (contact de-duplication by e-mail and phone, reading a lead or an agent) must be
+ * Lead capture's queries (contact de-duplication by e-mail and phone, the summaries of the listings it names,
+ * reading a lead or an agent) must be
  * answered from an index on MongoDB and pushed down to the backend on the test engine: `explain` says so.
  */
 describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
@@ -14,7 +15,11 @@ describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
 
   beforeAll(async () => {
     ({ store, drop } = await openRecordingStore(urls.MONGODB_URL, dbName, log));
-    h = await startLeads({ store });
+    h = await startLeads({
+      store,
+      // A listing no event has brought yet: the capture asks the listings service, and keeps its summary.
+      listings: { find: async (who, id) => (id === 'lst_asked' ? listing('lst_asked') : null) },
+    });
   });
   afterAll(async () => {
     await h.close();
@@ -23,7 +28,12 @@ describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
 
   it('captures, de-duplicates and reads leads without a collection scan', async () => {
     for (let i = 0; i < 10; i++) {
-      const res = await h.call(admin, 'POST', '/v1/leads', { name: `L${i}`, email: `l${i}@example.com` });
+      await publishListing(h.bus, 'acc_alice', listing(`lst_${i}`));
+      const res = await h.call(admin, 'POST', '/v1/leads', {
+        name: `L${i}`,
+        email: `l${i}@example.com`,
+        propertyInterests: [{ listingId: `lst_${i}` }],
+      });
       expect(res.statusCode).toBe(201);
     }
     const agent = await h.call(admin, 'POST', '/v1/agents', { name: 'A', email: 'a@example.com' });
@@ -33,6 +43,7 @@ describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
       name: 'N',
       email: 'n@example.com',
       phone: '+15125550177',
+      propertyInterests: [{ listingId: 'lst_3' }, { listingId: 'lst_asked' }],
     });
     expect(first.statusCode).toBe(201);
     const again = await h.call(admin, 'POST', '/v1/leads', { name: 'N', email: 'n@example.com' });
@@ -47,6 +58,8 @@ describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
     );
     expect(single.some((q) => 'emailKey' in q.filter)).toBe(true);
     expect(single.some((q) => 'phoneKey' in q.filter)).toBe(true);
-    expect(await collectionScans(urls.MONGODB_URL, dbName, single)).toEqual([]);
+    const summaries = store.queries.filter((q) => q.collection === 'listing_summaries');
+    expect(summaries.length).toBeGreaterThan(0);
+    expect(await collectionScans(urls.MONGODB_URL, dbName, [...single, ...summaries])).toEqual([]);
   });
 });
