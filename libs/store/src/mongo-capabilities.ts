@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import { isPlainObject } from './pull-matcher';
 
 type Raw = Record<string, unknown>;
@@ -37,18 +36,3 @@ export const conditionalPulls = (update: Raw): [string, Raw][] =>
   isPlainObject(update.$pull)
     ? (Object.entries(update.$pull).filter(([, cond]) => isPlainObject(cond)) as [string, Raw][])
     : [];
-
-/**
- * One filter matching what all of `filters` match: their conditions side by side when no two name one field
- * differently, else `$and`. The flat form keeps the `_id` equality where an engine that cannot push `$and` down
- * (FerretDB v1, which would read the whole collection for it) still looks the document up by its `_id`.
- */
-export function allOf(filters: Raw[]): Raw {
-  const flat: Raw = {};
-  for (const f of filters)
-    for (const [key, value] of Object.entries(f)) {
-      if (key.startsWith('$') || (key in flat && !isDeepStrictEqual(flat[key], value))) return { $and: filters };
-      flat[key] = value;
-    }
-  return flat;
-}

@@ -15,7 +15,8 @@ import { fromEngineDoc, toEngineFilter, toEngineProjection, toEngineSort } from 
 import { isDuplicateKey, isUnavailable } from './mongo-errors';
 import { DependencyUnavailable } from '@estate/platform/errors';
 import { idSetLookups, lookUpEach } from './id-set-lookups';
-import { allOf, capabilitiesOf, conditionalPulls, type EngineCapabilities } from './mongo-capabilities';
+import { allOf } from './filters';
+import { capabilitiesOf, conditionalPulls, type EngineCapabilities } from './mongo-capabilities';
 import { getPath, pullMatches } from './pull-matcher';
 
 export { isDuplicateKey } from './mongo-errors';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describeWithEngines, planSteps } from '@estate/testing';
 import mongoose from 'mongoose';
-import { allOf } from '../src/mongo-capabilities';
+import { allOf } from '../src/filters';
 
 type PlanNode = Record<string, unknown>;
 

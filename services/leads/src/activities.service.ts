@@ -10,7 +10,7 @@ import { Unprocessable } from '@estate/bus';
 import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound } from '@estate/platform/errors';
 import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
-import { keyset, pageOf } from '@estate/store';
+import { allOf, keyset, pageOf } from '@estate/store';
 import type { Filter } from '@estate/store';
 import type { Logger } from 'pino';
 import { ACTIVITY_WRITERS, LEAD_READERS, assertVisible, originOf } from './lead-access.rules';
@@ -86,7 +86,7 @@ export class ActivitiesService {
     const filter: Filter = { accountId: who.accountId, leadId, ...(query.type ? { type: { $in: query.type } } : {}) };
     const { sort, after } = keyset(TIMELINE_ORDER, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
-      this.deps.activities.find(after ? { $and: [filter, after] } : filter, { sort, limit: query.limit + 1 }),
+      this.deps.activities.find(after ? allOf([filter, after]) : filter, { sort, limit: query.limit + 1 }),
       this.deps.activities.count(filter),
     ]);
     return { ...pageOf(fetched, query.limit, TIMELINE_ORDER, who.accountId), total };

@@ -12,7 +12,7 @@ import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { newId } from '@estate/platform/ids';
 import { applyMergePatch } from '@estate/platform/merge-patch';
 import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
-import { keyset, pageOf, updateVersioned } from '@estate/store';
+import { allOf, keyset, pageOf, updateVersioned } from '@estate/store';
 import type { Filter } from '@estate/store';
 import type { Logger } from 'pino';
 import { e164Or422 } from './contact.rules';
@@ -69,7 +69,7 @@ export class AgentsService {
     };
     const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
-      this.deps.agents.find(after ? { $and: [filter, after] } : filter, { sort, limit: query.limit + 1 }),
+      this.deps.agents.find(after ? allOf([filter, after]) : filter, { sort, limit: query.limit + 1 }),
       this.deps.agents.count(filter),
     ]);
     return { ...pageOf(fetched, query.limit, ORDER, who.accountId), total };

@@ -12,7 +12,7 @@ import { assertRole, type RequestContext } from '@estate/platform/auth';
 import { AppError, notFound, validationError } from '@estate/platform/errors';
 import { applyMergePatch } from '@estate/platform/merge-patch';
 import { decodeCursor, parseSort, type SortOrder } from '@estate/platform/pagination';
-import { keyset, pageOf } from '@estate/store';
+import { allOf, keyset, pageOf } from '@estate/store';
 import { DuplicateKeyError, type Filter } from '@estate/store';
 import type { Logger } from 'pino';
 import { e164Or422, searchTerms, slugify, toE164 } from './contact.rules';
@@ -264,12 +264,12 @@ export class LeadsService {
     range(filter, 'score', query.minScore, query.maxScore, ['minScore', 'maxScore']);
     const terms = query.q ? searchTerms(query.q) : [];
     const where: Filter =
-      terms.length > 0 ? { $and: [filter, ...terms.map((forms) => ({ searchTokens: { $in: forms } }))] } : filter;
+      terms.length > 0 ? allOf([filter, { $and: terms.map((forms) => ({ searchTokens: { $in: forms } })) }]) : filter;
 
     const order = parseSort(query.sort, SORT_FIELDS, DEFAULT_ORDER);
     const { sort, after } = keyset(order, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
-      this.deps.leads.find(after ? { $and: [where, after] } : where, { sort, limit: query.limit + 1 }),
+      this.deps.leads.find(after ? allOf([where, after]) : where, { sort, limit: query.limit + 1 }),
       this.deps.leads.count(where),
     ]);
     const page = pageOf(fetched, query.limit, order, who.accountId);

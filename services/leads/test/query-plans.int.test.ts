@@ -62,4 +62,22 @@ describeWithEngines('leads queries use indexes', ['MONGODB_URL'], (urls) => {
     expect(summaries.length).toBeGreaterThan(0);
     expect(await collectionScans(urls.MONGODB_URL, dbName, [...single, ...summaries])).toEqual([]);
   });
+
+  it("pages through the account's leads and a lead's timeline within the account, not the collection", async () => {
+    const lead = (await h.call(admin, 'POST', '/v1/leads', { name: 'P', email: 'p@example.com' })).json() as {
+      id: string;
+    };
+    await h.call(admin, 'POST', '/v1/leads', { name: 'P', email: 'p@example.com', message: 'again' });
+    store.clear();
+    for (const path of ['/v1/leads?limit=2', `/v1/leads/${lead.id}/activities?limit=1`]) {
+      const first = await h.call(admin, 'GET', path);
+      expect(first.statusCode).toBe(200);
+      const cursor = (first.json() as { nextCursor: string | null }).nextCursor;
+      expect(cursor).not.toBeNull();
+      expect((await h.call(admin, 'GET', `${path}&cursor=${encodeURIComponent(cursor!)}`)).statusCode).toBe(200);
+    }
+    const pages = store.queries.filter((q) => q.op === 'find');
+    expect(pages.length).toBeGreaterThanOrEqual(4);
+    expect(await collectionScans(urls.MONGODB_URL, dbName, pages)).toEqual([]);
+  });
 });

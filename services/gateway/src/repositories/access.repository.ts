@@ -1,7 +1,7 @@
 import type { Role } from '@estate/contracts/accounts';
 import type { ApiKeyListQuery } from '@estate/contracts/accounts';
 import { decodeCursor, type SortOrder } from '@estate/platform/pagination';
-import { DuplicateKeyError, keyset, pageOf, type DocumentCollection, type DocumentStore } from '@estate/store';
+import { allOf, DuplicateKeyError, keyset, pageOf, type DocumentCollection, type DocumentStore } from '@estate/store';
 
 export interface AccountDoc {
   id: string;
@@ -131,7 +131,7 @@ export class AccessRepository {
     const live = { accountId, revokedAt: { $exists: false } };
     const { sort, after } = keyset(KEY_ORDER, decodeCursor(query.cursor, accountId));
     const [fetched, total] = await Promise.all([
-      this.keys.find(after ? { $and: [live, after] } : live, { sort, limit: query.limit + 1 }),
+      this.keys.find(after ? allOf([live, after]) : live, { sort, limit: query.limit + 1 }),
       this.keys.count(live),
     ]);
     return { ...pageOf(fetched, query.limit, KEY_ORDER, accountId), total };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { notDeleted, updateWithOutbox, type OutboxDoc, type OutboxEntry } from '@estate/bus';
 import type { Agent } from '@estate/contracts/leads';
 import {
+  allOf,
   findOwned,
   updateVersioned,
   type DocumentCollection,
@@ -66,11 +67,11 @@ export class AgentRepository {
   }
 
   async find(filter: Filter, options: FindOptions): Promise<Agent[]> {
-    return (await this.collection.find({ $and: [filter, notDeleted] }, { ...options, ...WITHOUT_SLOTS })).map(toAgent);
+    return (await this.collection.find(allOf([filter, notDeleted]), { ...options, ...WITHOUT_SLOTS })).map(toAgent);
   }
 
   async count(filter: Filter): Promise<number> {
-    return this.collection.count({ $and: [filter, notDeleted] });
+    return this.collection.count(allOf([filter, notDeleted]));
   }
 
   async allOf(accountId: string): Promise<Agent[]> {

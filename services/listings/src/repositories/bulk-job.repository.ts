@@ -3,7 +3,7 @@ import type { Job, JobItemError, JobItemResult, JobProgressCounts, JobState, Job
 import { outboxEntry, updateWithOutbox, withoutOutbox, type OutboxDoc } from '@estate/bus';
 import type { FeedCursor, FeedLedger } from '@estate/contracts/feeds';
 import { decodeCursor } from '@estate/platform/pagination';
-import { findOwned, keyset, pageOf, type DocumentCollection, type DocumentStore } from '@estate/store';
+import { allOf, findOwned, keyset, pageOf, type DocumentCollection, type DocumentStore } from '@estate/store';
 import { completedEvent, ENDED_JOB_VERSION, type LISTING_IDS } from '../bulk.rules';
 
 export const BULK_JOBS_COLLECTION = 'bulk_jobs';
@@ -278,7 +278,7 @@ export class BulkJobRepository {
     const { sort, after } = keyset(order, decodeCursor(query.cursor, `${accountId}|${feedId}`));
     const scope = { accountId, feedId };
     const [fetched, total] = await Promise.all([
-      this.collection.find(after ? { $and: [scope, after] } : scope, { sort, limit: query.limit + 1 }),
+      this.collection.find(after ? allOf([scope, after]) : scope, { sort, limit: query.limit + 1 }),
       this.collection.count(scope),
     ]);
     const page = pageOf(fetched, query.limit, order, `${accountId}|${feedId}`);

@@ -1,7 +1,7 @@
 import type { Role } from '@estate/contracts/accounts';
 import type { FeedBudget, FeedCursor, FeedRemovals, FeedSchedule } from '@estate/contracts/feeds';
 import { decodeCursor } from '@estate/platform/pagination';
-import { keyset, pageOf, type DocumentCollection, type DocumentStore, type Update } from '@estate/store';
+import { allOf, keyset, pageOf, type DocumentCollection, type DocumentStore, type Update } from '@estate/store';
 
 export const FEEDS_COLLECTION = 'feeds';
 
@@ -80,7 +80,7 @@ export class FeedRepository {
     query: { limit: number; cursor?: string },
   ): Promise<{ items: FeedDoc[]; nextCursor: string | null; total: number }> {
     const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, accountId));
-    const filter = after ? { $and: [{ accountId }, after] } : { accountId };
+    const filter = after ? allOf([{ accountId }, after]) : { accountId };
     const [fetched, total] = await Promise.all([
       this.collection.find(filter, { sort, limit: query.limit + 1 }),
       this.collection.count({ accountId }),
