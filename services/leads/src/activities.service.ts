@@ -86,7 +86,7 @@ export class ActivitiesService {
     const filter: Filter = { accountId: who.accountId, leadId, ...(query.type ? { type: { $in: query.type } } : {}) };
     const { sort, after } = keyset(TIMELINE_ORDER, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
-      this.deps.activities.find(after ? allOf([filter, after]) : filter, { sort, limit: query.limit + 1 }),
+      this.deps.activities.find(allOf([filter, after]), { sort, limit: query.limit + 1 }),
       this.deps.activities.count(filter),
     ]);
     return { ...pageOf(fetched, query.limit, TIMELINE_ORDER, who.accountId), total };

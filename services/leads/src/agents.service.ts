@@ -69,7 +69,7 @@ export class AgentsService {
     };
     const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
-      this.deps.agents.find(after ? allOf([filter, after]) : filter, { sort, limit: query.limit + 1 }),
+      this.deps.agents.find(allOf([filter, after]), { sort, limit: query.limit + 1 }),
       this.deps.agents.count(filter),
     ]);
     return { ...pageOf(fetched, query.limit, ORDER, who.accountId), total };

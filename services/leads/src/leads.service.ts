@@ -269,7 +269,7 @@ export class LeadsService {
     const order = parseSort(query.sort, SORT_FIELDS, DEFAULT_ORDER);
     const { sort, after } = keyset(order, decodeCursor(query.cursor, who.accountId));
     const [fetched, total] = await Promise.all([
-      this.deps.leads.find(after ? allOf([where, after]) : where, { sort, limit: query.limit + 1 }),
+      this.deps.leads.find(allOf([where, after]), { sort, limit: query.limit + 1 }),
       this.deps.leads.count(where),
     ]);
     const page = pageOf(fetched, query.limit, order, who.accountId);

@@ -131,7 +131,7 @@ export class AccessRepository {
     const live = { accountId, revokedAt: { $exists: false } };
     const { sort, after } = keyset(KEY_ORDER, decodeCursor(query.cursor, accountId));
     const [fetched, total] = await Promise.all([
-      this.keys.find(after ? allOf([live, after]) : live, { sort, limit: query.limit + 1 }),
+      this.keys.find(allOf([live, after]), { sort, limit: query.limit + 1 }),
       this.keys.count(live),
     ]);
     return { ...pageOf(fetched, query.limit, KEY_ORDER, accountId), total };

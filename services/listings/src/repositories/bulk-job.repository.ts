@@ -278,7 +278,7 @@ export class BulkJobRepository {
     const { sort, after } = keyset(order, decodeCursor(query.cursor, `${accountId}|${feedId}`));
     const scope = { accountId, feedId };
     const [fetched, total] = await Promise.all([
-      this.collection.find(after ? allOf([scope, after]) : scope, { sort, limit: query.limit + 1 }),
+      this.collection.find(allOf([scope, after]), { sort, limit: query.limit + 1 }),
       this.collection.count(scope),
     ]);
     const page = pageOf(fetched, query.limit, order, `${accountId}|${feedId}`);

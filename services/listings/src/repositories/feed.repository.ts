@@ -80,7 +80,7 @@ export class FeedRepository {
     query: { limit: number; cursor?: string },
   ): Promise<{ items: FeedDoc[]; nextCursor: string | null; total: number }> {
     const { sort, after } = keyset(ORDER, decodeCursor(query.cursor, accountId));
-    const filter = after ? allOf([{ accountId }, after]) : { accountId };
+    const filter = allOf([{ accountId }, after]);
     const [fetched, total] = await Promise.all([
       this.collection.find(filter, { sort, limit: query.limit + 1 }),
       this.collection.count({ accountId }),
